@@ -1,0 +1,58 @@
+/* cca_sim.h - control API of the simulated CUDA device (libcca_sim).
+ *
+ * libcca_sim exports the CUDA runtime functions that cca and its peers call,
+ * with the runtime's signatures, over a small model of a GPU: address space
+ * only, capacity in bytes, streams and events with real ordering. These
+ * controls steer that model from tests and benchmarks. (contract) */
+#ifndef CCA_SIM_H
+#define CCA_SIM_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cca_sim_api {               /* one per exported runtime function */
+    CCA_SIM_MALLOC, CCA_SIM_FREE, CCA_SIM_MEM_GET_INFO,
+    CCA_SIM_EVENT_CREATE,                /* cudaEventCreate and ...WithFlags */
+    CCA_SIM_EVENT_RECORD, CCA_SIM_EVENT_QUERY,
+    CCA_SIM_EVENT_SYNCHRONIZE, CCA_SIM_EVENT_DESTROY,
+    CCA_SIM_STREAM_SYNCHRONIZE, CCA_SIM_STREAM_WAIT_EVENT,
+    CCA_SIM_DEVICE_SYNCHRONIZE,
+    CCA_SIM_GET_DEVICE, CCA_SIM_SET_DEVICE, CCA_SIM_GET_DEVICE_COUNT,
+    CCA_SIM_STREAM_CREATE,               /* cudaStreamCreate and ...WithFlags */
+    CCA_SIM_STREAM_DESTROY, CCA_SIM_STREAM_QUERY, CCA_SIM_STREAM_GET_ID,
+    CCA_SIM_GET_LAST_ERROR, CCA_SIM_PEEK_AT_LAST_ERROR,
+    CCA_SIM_GET_ERROR_STRING, CCA_SIM_GET_ERROR_NAME,
+    CCA_SIM_API_COUNT
+} cca_sim_api_t;
+
+/* 1 device of 80 GiB, nothing held, no faults, no latency, counters 0;
+ * forgets every stream, event and allocation; address carving starts over.
+ * The calling thread's current device and last error are reset too. */
+void          cca_sim_reset(void);
+/* Number of devices (1..16); each new device gets 80 GiB unless set. */
+void          cca_sim_set_device_count(int n);
+void          cca_sim_set_capacity(int device, size_t bytes);
+/* Work recorded on s from now on stays pending, until released. */
+void          cca_sim_stream_hold(cudaStream_t s);
+/* Pending work on s completes. */
+void          cca_sim_stream_release(cudaStream_t s);
+/* The call to api that follows `after` more successful ones fails once with err. */
+void          cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err);
+/* Calls made to api since the last reset, failed calls included. */
+unsigned long cca_sim_calls(cca_sim_api_t api);
+/* Busy-wait ns per call of api, outside the simulator's lock, to model real costs. */
+void          cca_sim_set_latency_ns(cca_sim_api_t api, unsigned long ns);
+
+/* Extras beyond the contract, for tests. */
+size_t        cca_sim_used_bytes(int device);        /* bytes of live allocations */
+unsigned long cca_sim_live_allocations(int device);  /* live cudaMalloc results */
+const char   *cca_sim_api_name(cca_sim_api_t api);   /* "cudaMalloc", ... */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CCA_SIM_H */
