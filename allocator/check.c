@@ -1,0 +1,131 @@
+/* check.c - cca_check: walks every segment and block, verifies the layout
+ * invariants and that every counter equals what the walk finds. */
+#include <stdio.h>
+#include "internal.h"
+
+typedef struct tally {
+    int64_t v[CCA_POOL_COUNT];
+} tally_t;
+
+typedef struct walk {
+#define TALLY_(name, doc) tally_t name;
+    CCA_STAT_FIELDS(TALLY_)
+#undef TALLY_
+    size_t free_blocks, tree_blocks, live_blocks, pending_events;
+} walk_t;
+
+static void add(tally_t *t, int pool, int64_t d)
+{
+    t->v[CCA_POOL_ALL] += d;
+    t->v[pool] += d;
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: " __VA_ARGS__); } while (0)
+
+static bool in_tree(cca_block_t *t, const cca_block_t *b)
+{
+    while (t && t != b)
+        t = (b->size < t->size || (b->size == t->size && b->addr < t->addr)) ? t->left : t->right;
+    return t == b;
+}
+
+static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
+{
+    int ps = _cca_pool_stat(s->pool);
+    CHECK(b->seg == s, "block %#lx points to the wrong segment", (unsigned long)b->addr);
+    CHECK(b->size > 0 && b->size % CCA_MIN_BLOCK == 0, "block %#lx has size %zu", (unsigned long)b->addr, b->size);
+    CHECK(!b->next || b->next->addr == b->addr + b->size, "blocks at %#lx are not contiguous", (unsigned long)b->addr);
+    CHECK(!b->next || b->next->prev == b, "block %#lx: broken neighbour links", (unsigned long)b->addr);
+    if (b->state == CCA_BLOCK_FREE) {
+        CHECK(!b->next || b->next->state != CCA_BLOCK_FREE, "adjacent free blocks at %#lx not coalesced", (unsigned long)b->addr);
+        CHECK(in_tree(s->stream->free_root[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
+        CHECK(b->requested == 0, "free block %#lx has requested bytes", (unsigned long)b->addr);
+        w->free_blocks++;
+        if (_cca_block_is_split(b)) { add(&w->inactive_split, ps, 1); add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
+        return CCA_OK;
+    }
+    add(&w->active, ps, 1);
+    add(&w->active_bytes, ps, (int64_t)b->size);
+    if (b->state == CCA_BLOCK_ALLOCATED) {
+        CHECK(_cca_ptrmap_get(&a->live, b->addr) == b, "allocated block %#lx missing from the address map", (unsigned long)b->addr);
+        CHECK(b->requested <= b->size, "block %#lx: requested %zu above its size %zu", (unsigned long)b->addr, b->requested, b->size);
+        add(&w->allocation, ps, 1);
+        add(&w->allocated_bytes, ps, (int64_t)b->size);
+        add(&w->requested_bytes, ps, (int64_t)b->requested);
+        w->live_blocks++;
+    } else {
+        CHECK(b->state == CCA_BLOCK_PENDING && b->event_count > 0, "block %#lx in state %d with %d events",
+              (unsigned long)b->addr, b->state, b->event_count);
+        CHECK(_cca_ptrmap_get(&a->live, b->addr) == NULL, "pending block %#lx still in the address map", (unsigned long)b->addr);
+        w->pending_events += (size_t)b->event_count;
+    }
+    return CCA_OK;
+}
+
+static cca_status_t check_segment(cca_allocator_t *a, cca_segment_t *s, walk_t *w)
+{
+    CHECK(s->first && s->first->addr == s->addr && !s->first->prev, "segment %#lx: bad first block", (unsigned long)s->addr);
+    CHECK(!s->next || s->next->prev == s, "segment list broken at %#lx", (unsigned long)s->addr);
+    size_t sum = 0;
+    for (cca_block_t *b = s->first; b; b = b->next) {
+        cca_status_t st = check_block(a, s, b, w);
+        if (st != CCA_OK) return st;
+        sum += b->size;
+    }
+    CHECK(sum == s->size, "segment %#lx: blocks cover %zu of %zu bytes", (unsigned long)s->addr, sum, s->size);
+    int ps = _cca_pool_stat(s->pool);
+    add(&w->segment, ps, 1);
+    add(&w->reserved_bytes, ps, (int64_t)s->size);
+    return CCA_OK;
+}
+
+static void count_tree(cca_block_t *b, void *arg) { (void)b; (*(size_t *)arg)++; }
+
+static cca_status_t check_stat(const char *name, const cca_stat_t *st, const tally_t *t, bool acc)
+{
+    static const char *pools[] = { "all", "small", "large" };
+    for (int p = 0; p < CCA_POOL_COUNT; p++) {
+        CHECK(st[p].current == t->v[p], "%s[%s].current is %lld, the walk finds %lld", name, pools[p],
+              (long long)st[p].current, (long long)t->v[p]);
+        CHECK(st[p].peak >= st[p].current, "%s[%s].peak below current", name, pools[p]);
+        CHECK(!acc || st[p].allocated - st[p].freed == st[p].current, "%s[%s]: allocated - freed != current", name, pools[p]);
+    }
+    return CCA_OK;
+}
+
+static cca_status_t check_order(const cca_stats_t *s)
+{
+    for (int p = 0; p < CCA_POOL_COUNT; p++) {
+        CHECK(s->requested_bytes[p].current <= s->allocated_bytes[p].current, "requested above allocated bytes (pool %d)", p);
+        CHECK(s->allocated_bytes[p].current <= s->active_bytes[p].current, "allocated above active bytes (pool %d)", p);
+        CHECK(s->active_bytes[p].current <= s->reserved_bytes[p].current, "active above reserved bytes (pool %d)", p);
+    }
+    return CCA_OK;
+}
+
+static cca_status_t check_locked(cca_allocator_t *a)
+{
+    walk_t w = { 0 };
+    cca_status_t st;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
+    for (cca_stream_t *s = a->streams; s; s = s->next)
+        for (int p = 0; p < 2; p++) _cca_tree_visit(s->free_root[p], count_tree, &w.tree_blocks);
+    CHECK(w.tree_blocks == w.free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w.tree_blocks, w.free_blocks);
+    CHECK(w.live_blocks == a->live.count, "%zu allocated blocks, %zu in the address map", w.live_blocks, a->live.count);
+    CHECK(w.pending_events == a->n_pending, "%zu events owed by blocks, %zu outstanding", w.pending_events, a->n_pending);
+    bool acc = !a->accumulated_reset;
+#define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
+    CCA_STAT_FIELDS(CHECK_STAT_)
+#undef CHECK_STAT_
+    return check_order(&a->stats);
+}
+
+cca_status_t cca_check(cca_allocator_t *a)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: allocator is NULL");
+    _cca_lock(&a->lock);
+    cca_status_t s = check_locked(a);
+    _cca_unlock(&a->lock);
+    return s;
+}

@@ -1,0 +1,160 @@
+/* internal.h - cca's internal structures and cross-file prototypes, grouped
+ * by the file that defines them. Prefix: cca_ public, _cca_ internal. All
+ * block, segment and stream state is guarded by the allocator's lock. */
+#ifndef CCA_INTERNAL_H
+#define CCA_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "cca.h"
+#include "lock.h"
+
+#define CCA_MIN_BLOCK      ((size_t)512)              /* rounding unit */
+#define CCA_SMALL_SIZE     ((size_t)1 << 20)          /* largest small-pool request */
+#define CCA_SMALL_BUFFER   ((size_t)2 << 20)          /* small-pool segment */
+#define CCA_LARGE_BUFFER   ((size_t)20 << 20)         /* large segment for requests under MIN_LARGE_ALLOC */
+#define CCA_MIN_LARGE_ALLOC ((size_t)10 << 20)
+#define CCA_ROUND_LARGE    ((size_t)2 << 20)          /* rounding of big segments */
+#define CCA_MAX_REQUEST    ((size_t)1 << 62)          /* above this a size cannot be rounded safely */
+
+enum { CCA_PSMALL = 0, CCA_PLARGE = 1 };              /* index into per-stream pools */
+
+typedef enum cca_block_state {
+    CCA_BLOCK_FREE = 0,                               /* inactive, in its stream's free tree */
+    CCA_BLOCK_ALLOCATED,                              /* handed out */
+    CCA_BLOCK_PENDING,                                /* freed, awaiting stream events */
+} cca_block_state_t;
+
+typedef struct cca_block cca_block_t;
+typedef struct cca_segment cca_segment_t;
+typedef struct cca_stream cca_stream_t;
+
+typedef struct cca_use {                              /* a stream recorded by cca_record_stream */
+    cudaStream_t handle;
+    uint64_t key;
+} cca_use_t;
+
+struct cca_block {
+    uintptr_t addr;
+    size_t size;
+    size_t requested;                                 /* caller's size while allocated, else 0 */
+    cca_block_t *prev, *next;                         /* address neighbours in the segment */
+    cca_segment_t *seg;
+    cca_block_t *left, *right;                        /* free-tree links */
+    uint32_t prio;                                    /* free-tree heap priority */
+    uint8_t state;                                    /* cca_block_state_t */
+    int event_count;                                  /* outstanding events while pending */
+    cca_use_t *uses;                                  /* other streams using the block */
+    int n_uses, cap_uses;
+    uint64_t gc_base;                                 /* pool's free-search count when freed */
+};
+
+struct cca_segment {
+    uintptr_t addr;
+    size_t size;
+    int pool;                                         /* CCA_PSMALL / CCA_PLARGE */
+    cca_stream_t *stream;
+    cca_block_t *first;                               /* lowest block */
+    cca_segment_t *prev, *next;                       /* allocator's segment list */
+};
+
+struct cca_stream {
+    uint64_t key;                                     /* identity (handle, or per-thread id) */
+    cudaStream_t handle;                              /* as the caller named it */
+    cca_block_t *free_root[2];                        /* free blocks by (size, addr), per pool */
+    cca_stream_t *next;                               /* allocator's stream list */
+};
+
+typedef struct cca_ptrmap {                           /* open addressing, linear probing */
+    uintptr_t *keys;                                  /* 0 = empty */
+    cca_block_t **vals;
+    size_t mask, count;
+} cca_ptrmap_t;
+
+typedef struct cca_pending {                          /* an event a pending block waits for */
+    cudaEvent_t event;
+    cca_block_t *block;
+} cca_pending_t;
+
+/* Context of one failed request, for the OOM report. */
+typedef struct cca_oom_ctx {
+    size_t requested, rounded, alloc_size;
+    int pool;                                         /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    cudaStream_t stream;
+    bool cap_refused;                                 /* the cap refused without calling cudaMalloc */
+    bool device_refused;                              /* cudaMalloc said out of memory */
+    bool captured;                                    /* the before-release figures are set */
+    size_t free_cached_before, largest_free_before;   /* as the request found the cache */
+    size_t reserved_before, allocated_before;
+} cca_oom_ctx_t;
+
+struct cca_allocator {
+    cca_lock_t lock;
+    uint64_t id;                                      /* unique per allocator, for thread caches */
+    cca_config_t cfg;
+    size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
+    size_t device_total;
+    cca_stats_t stats;
+    cca_ptrmap_t live;                                /* handed-out address -> block */
+    cca_stream_t *streams;
+    cca_segment_t *segments;
+    cca_block_t *spare_blocks;                        /* recycled block structs (via next) */
+    cca_pending_t *pending;                           /* outstanding events */
+    size_t n_pending, cap_pending;
+    cudaEvent_t *event_pool;
+    size_t n_event_pool, cap_event_pool;
+    uint64_t gc_searches;                             /* large-pool free searches, for GC ages */
+    bool accumulated_reset;                           /* allocated - freed == current no longer holds */
+    _Atomic int hooks;                                /* nonzero: watches or other optional work */
+    struct cca_watch_state *watch;                    /* stats/ watches (NULL when none) */
+    struct cca_oom_report *last_oom;                  /* stats/ last OOM report (NULL when none) */
+    void (*oom_cb)(const struct cca_oom_report *, void *);
+    void *oom_cb_arg;
+};
+
+/* tree.c: free blocks ordered by (size, addr) - a treap. */
+void         _cca_tree_insert(cca_block_t **root, cca_block_t *b);
+void         _cca_tree_remove(cca_block_t **root, cca_block_t *b);
+cca_block_t *_cca_tree_lower_bound(cca_block_t *root, size_t size);
+cca_block_t *_cca_tree_max(cca_block_t *root);
+typedef void (*cca_tree_visit_fn)(cca_block_t *b, void *arg);
+void         _cca_tree_visit(cca_block_t *root, cca_tree_visit_fn fn, void *arg);
+
+/* ptrmap.c */
+bool         _cca_ptrmap_init(cca_ptrmap_t *m);
+void         _cca_ptrmap_fini(cca_ptrmap_t *m);
+bool         _cca_ptrmap_reserve(cca_ptrmap_t *m);
+bool         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);
+cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
+cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
+
+/* stream.c: stream identity and per-stream state. */
+uint64_t      _cca_stream_key(int device, cudaStream_t s);
+bool          _cca_stream_is_per_thread_key(uint64_t key);
+uint64_t      _cca_current_per_thread_key(int device);
+cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);
+
+/* errors.c */
+cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void         _cca_clear_error(void);
+
+/* config.c */
+size_t _cca_round_size(const cca_config_t *cfg, size_t size);
+
+/* alloc.c */
+size_t _cca_allocation_size(size_t rounded);
+void   _cca_stat_add(cca_stat_t *s, int pool, int64_t delta);
+void   _cca_sync_pending(cca_allocator_t *a);       /* waits for every pending free */
+
+/* stats/stats.c: optional accounting attached to the allocator. */
+void   _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx);
+void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
+void   _cca_hooks_locked(cca_allocator_t *a);       /* under the lock, after a change */
+void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
+void   _cca_stats_destroy(cca_allocator_t *a);
+
+static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
+static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
+
+#endif /* CCA_INTERNAL_H */

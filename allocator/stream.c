@@ -1,0 +1,65 @@
+/* stream.c - telling streams apart. A stream is its handle, except the
+ * legacy default stream (NULL or cudaStreamLegacy) and cudaStreamPerThread,
+ * which names a different stream in each thread and on each device: its
+ * runtime id is asked once per thread and device and cached here. */
+#include <stdlib.h>
+#include "internal.h"
+
+#define PTS_DEVICES 64
+#define PTS_TAG 3u                          /* low bits of a per-thread key; handles are aligned */
+
+static _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
+
+static uint64_t per_thread_key(int device)
+{
+    if (device >= 0 && device < PTS_DEVICES && pts_key[device]) return pts_key[device];
+    int cur = -1;
+    unsigned long long id = 0;
+    bool switched = false;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != device)
+        switched = cudaSetDevice(device) == cudaSuccess;
+    cudaError_t e = cudaStreamGetId(cudaStreamPerThread, &id);
+    if (switched) cudaSetDevice(cur);
+    if (e != cudaSuccess) {
+        _cca_clear_error();
+        return 0;                           /* caller reports the failure */
+    }
+    uint64_t key = ((uint64_t)id << 2) | PTS_TAG;
+    if (device >= 0 && device < PTS_DEVICES) pts_key[device] = key;
+    return key;
+}
+
+/* 0 is the legacy stream's key; UINT64_MAX means the runtime gave no id. */
+uint64_t _cca_stream_key(int device, cudaStream_t s)
+{
+    uintptr_t h = (uintptr_t)s;
+    if (h == (uintptr_t)cudaStreamLegacy) return 0;
+    if (h != (uintptr_t)cudaStreamPerThread) return h;
+    uint64_t key = per_thread_key(device);
+    return key ? key : UINT64_MAX;
+}
+
+bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG; }
+
+uint64_t _cca_current_per_thread_key(int device) { return per_thread_key(device); }
+
+static _Thread_local struct { uint64_t alloc_id, key; cca_stream_t *st; } last;
+
+cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
+{
+    if (last.alloc_id == a->id && last.key == key) return last.st;
+    cca_stream_t *st = a->streams;
+    while (st && st->key != key) st = st->next;
+    if (!st) {
+        st = calloc(1, sizeof *st);
+        if (!st) return NULL;
+        st->key = key;
+        st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
+        st->next = a->streams;
+        a->streams = st;
+    }
+    last.alloc_id = a->id;
+    last.key = key;
+    last.st = st;
+    return st;
+}

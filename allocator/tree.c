@@ -1,0 +1,80 @@
+/* tree.c - the free blocks of one stream and pool, ordered by (size, addr):
+ * a treap, so best fit is a lower-bound search in O(log n) expected. The
+ * priority comes from the block's address, so layouts are deterministic. */
+#include "internal.h"
+
+static inline bool key_less(const cca_block_t *a, const cca_block_t *b)
+{
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+static uint32_t addr_prio(uintptr_t addr)
+{
+    uint64_t x = (uint64_t)addr * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return (uint32_t)(x >> 32) | 1u;
+}
+
+static cca_block_t *merge(cca_block_t *l, cca_block_t *r)
+{
+    if (!l) return r;
+    if (!r) return l;
+    if (l->prio > r->prio) {
+        l->right = merge(l->right, r);
+        return l;
+    }
+    r->left = merge(l, r->left);
+    return r;
+}
+
+void _cca_tree_insert(cca_block_t **root, cca_block_t *b)
+{
+    b->prio = addr_prio(b->addr);
+    b->left = b->right = NULL;
+    cca_block_t **link = root;
+    while (*link && (*link)->prio > b->prio)
+        link = key_less(b, *link) ? &(*link)->left : &(*link)->right;
+    /* split the subtree at *link around b's key */
+    cca_block_t *t = *link, **l = &b->left, **r = &b->right;
+    while (t) {
+        if (key_less(t, b)) { *l = t; l = &t->right; t = t->right; }
+        else                { *r = t; r = &t->left;  t = t->left; }
+    }
+    *l = *r = NULL;
+    *link = b;
+}
+
+void _cca_tree_remove(cca_block_t **root, cca_block_t *b)
+{
+    cca_block_t **link = root;
+    while (*link != b)
+        link = key_less(b, *link) ? &(*link)->left : &(*link)->right;
+    *link = merge(b->left, b->right);
+    b->left = b->right = NULL;
+}
+
+cca_block_t *_cca_tree_lower_bound(cca_block_t *t, size_t size)
+{
+    cca_block_t *best = NULL;
+    while (t) {
+        if (t->size >= size) { best = t; t = t->left; }
+        else t = t->right;
+    }
+    return best;
+}
+
+cca_block_t *_cca_tree_max(cca_block_t *t)
+{
+    while (t && t->right) t = t->right;
+    return t;
+}
+
+void _cca_tree_visit(cca_block_t *t, cca_tree_visit_fn fn, void *arg)
+{
+    while (t) {                      /* in order; recursion on the left only */
+        _cca_tree_visit(t->left, fn, arg);
+        cca_block_t *right = t->right;
+        fn(t, arg);                  /* fn may not change the tree */
+        t = right;
+    }
+}
