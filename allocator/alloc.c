@@ -10,23 +10,6 @@ static _Atomic uint64_t next_allocator_id = 1;
 
 /* ---- counters ---------------------------------------------------------- */
 
-static inline void stat_update(cca_stat_t *s, int64_t d)
-{
-    s->current += d;
-    if (d > 0) {
-        s->allocated += d;
-        if (s->current > s->peak) s->peak = s->current;
-    } else {
-        s->freed -= d;
-    }
-}
-
-void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
-{
-    stat_update(&s[CCA_POOL_ALL], d);
-    stat_update(&s[pool], d);
-}
-
 /* A free block counts as inactive split while its segment is split. */
 static inline void split_stat(cca_allocator_t *a, const cca_block_t *b, int sign)
 {
@@ -122,31 +105,38 @@ static bool should_split(const cca_allocator_t *a, const cca_block_t *b, size_t 
 
 /* ---- free blocks ------------------------------------------------------- */
 
-/* Inserts a free block into its tree, merging with free neighbours first. */
+/* Inserts a free block into its tree, merged with its free neighbours. */
 static void insert_free(cca_allocator_t *a, cca_block_t *b)
 {
     cca_block_t *p = b->prev, *n = b->next;
-    if (p && p->state == CCA_BLOCK_FREE) {
-        split_stat(a, p, -1);
-        _cca_tree_remove(tree_of(p), p);
-        p->size += b->size;
-        p->next = n;
-        if (n) n->prev = p;
-        block_recycle(a, b);
-        b = p;
-    }
-    if (n && n->state == CCA_BLOCK_FREE) {
-        split_stat(a, n, -1);
-        _cca_tree_remove(tree_of(n), n);
-        b->size += n->size;
-        b->next = n->next;
-        if (n->next) n->next->prev = b;
-        block_recycle(a, n);
-    }
+    bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
     b->state = CCA_BLOCK_FREE;
     b->requested = 0;
+    if (pf) split_stat(a, p, -1);
+    if (nf) split_stat(a, n, -1);
+    if (pf && nf) {                       /* p absorbs b and n */
+        _cca_tree_remove(tree_of(n), n);
+        p->next = n->next;
+        if (n->next) n->next->prev = p;
+        _cca_tree_rekey(tree_of(p), p, p, p->size + b->size + n->size);
+        block_recycle(a, b);
+        block_recycle(a, n);
+        b = p;
+    } else if (pf) {                      /* p absorbs b */
+        p->next = n;
+        if (n) n->prev = p;
+        _cca_tree_rekey(tree_of(p), p, p, p->size + b->size);
+        block_recycle(a, b);
+        b = p;
+    } else if (nf) {                      /* b absorbs n and takes its tree node */
+        b->next = n->next;
+        if (n->next) n->next->prev = b;
+        _cca_tree_rekey(tree_of(n), n, b, b->size + n->size);
+        block_recycle(a, n);
+    } else {
+        _cca_tree_insert(tree_of(b), b);
+    }
     b->gc_base = a->gc_searches;
-    _cca_tree_insert(tree_of(b), b);
     split_stat(a, b, +1);
 }
 
@@ -175,22 +165,22 @@ static cca_block_t *find_free(cca_allocator_t *a, cca_stream_t *st, int pool, si
 static void take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested)
 {
     int ps = _cca_pool_stat(b->seg->pool);
-    _cca_tree_remove(tree_of(b), b);
     split_stat(a, b, -1);
     if (should_split(a, b, size)) {
         cca_block_t *r = block_new(a);     /* cannot fail: a spare was reserved by the caller */
         r->addr = b->addr + size;
-        r->size = b->size - size;
         r->seg = b->seg;
         r->prev = b;
         r->next = b->next;
+        r->state = CCA_BLOCK_FREE;
+        r->gc_base = a->gc_searches;
+        _cca_tree_rekey(tree_of(b), b, r, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
-        r->state = CCA_BLOCK_FREE;
-        r->gc_base = a->gc_searches;
-        _cca_tree_insert(tree_of(r), r);
         split_stat(a, r, +1);
+    } else {
+        _cca_tree_remove(tree_of(b), b);
     }
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;
@@ -507,6 +497,8 @@ cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out)
     _cca_lock_init(&a->lock);
     a->id = atomic_fetch_add(&next_allocator_id, 1);
     a->cfg = c;
+    a->plain_rounding = true;
+    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
     if ((s = device_total(a, &a->device_total)) != CCA_OK) {
         _cca_ptrmap_fini(&a->live);
         free(a);
@@ -575,23 +567,24 @@ static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
     return alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
 }
 
-static cca_status_t malloc_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
-                                  cudaStream_t stream)
+/* Everything but a cached block of the right stream: pending events, a new
+ * stream, host metadata, a new segment, the OOM path. */
+static cca_status_t malloc_slow(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
+                                cudaStream_t stream)
 {
     cca_oom_ctx_t ctx = { .requested = size, .stream = stream, .pool = CCA_POOL_LARGE };
-    if (__builtin_expect(size > CCA_MAX_REQUEST, 0)) {
+    if (size > CCA_MAX_REQUEST) {
         ctx.rounded = ctx.alloc_size = size;
         return fail_oom(a, &ctx);
     }
     if (a->n_pending) process_events(a);
     cca_stream_t *st = _cca_stream_get(a, key, stream);
-    /* reserve what take_block may need, so nothing fails half-way */
     if (!st || !spare_reserve(a) || !_cca_ptrmap_reserve(&a->live))
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_malloc: out of host memory");
     size_t rounded = _cca_round_size(&a->cfg, size);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
     cca_block_t *b = find_free(a, st, pool, rounded);
-    if (__builtin_expect(!b, 0)) {
+    if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_allocation_size(rounded);
         ctx.pool = _cca_pool_stat(pool);
@@ -605,13 +598,32 @@ static cca_status_t malloc_locked(cca_allocator_t *a, void **ptr, size_t size, u
     return CCA_OK;
 }
 
+/* The hot path: a cached block on a known stream, no CUDA call. */
+static inline cca_status_t malloc_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
+                                         cudaStream_t stream)
+{
+    cca_stream_t *st = _cca_stream_cached(a, key);
+    if (__builtin_expect(!st || a->n_pending || size > CCA_MAX_REQUEST || !a->plain_rounding ||
+                         !a->spare_blocks || !_cca_ptrmap_has_room(&a->live), 0))
+        return malloc_slow(a, ptr, size, key, stream);
+    size_t rounded = size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
+    int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
+    cca_block_t *b = find_free(a, st, pool, rounded);
+    if (__builtin_expect(!b, 0)) return malloc_slow(a, ptr, size, key, stream);
+    take_block(a, b, rounded, size);
+    _cca_ptrmap_put(&a->live, b->addr, b);
+    *ptr = (void *)b->addr;
+    return CCA_OK;
+}
+
 cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
 {
-    if (!a || !ptr) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_malloc: %s is NULL", a ? "ptr" : "allocator");
+    if (__builtin_expect(!a || !ptr, 0))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_malloc: %s is NULL", a ? "ptr" : "allocator");
     *ptr = NULL;
     if (size == 0) return CCA_OK;
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
-    if (key == UINT64_MAX)
+    if (__builtin_expect(key == UINT64_MAX, 0))
         return _cca_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     _cca_lock(&a->lock);
     cca_status_t s = malloc_locked(a, ptr, size, key, stream);

@@ -93,6 +93,7 @@ struct cca_allocator {
     cca_lock_t lock;
     uint64_t id;                                      /* unique per allocator, for thread caches */
     cca_config_t cfg;
+    bool plain_rounding;                              /* no roundup_power2_divisions set */
     size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
     size_t device_total;
     cca_stats_t stats;
@@ -116,6 +117,7 @@ struct cca_allocator {
 /* tree.c: free blocks ordered by (size, addr) - a treap. */
 void         _cca_tree_insert(cca_block_t **root, cca_block_t *b);
 void         _cca_tree_remove(cca_block_t **root, cca_block_t *b);
+void         _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, size_t new_size);
 cca_block_t *_cca_tree_lower_bound(cca_block_t *root, size_t size);
 cca_block_t *_cca_tree_max(cca_block_t *root);
 typedef void (*cca_tree_visit_fn)(cca_block_t *b, void *arg);
@@ -128,12 +130,30 @@ bool         _cca_ptrmap_reserve(cca_ptrmap_t *m);
 bool         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
 cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
+static inline bool _cca_ptrmap_has_room(const cca_ptrmap_t *m) { return (m->count + 1) * 2 <= m->mask + 1; }
 
 /* stream.c: stream identity and per-stream state. */
-uint64_t      _cca_stream_key(int device, cudaStream_t s);
+uint64_t      _cca_stream_key_special(int device, cudaStream_t s);
 bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);
+
+typedef struct cca_stream_cache { uint64_t alloc_id, key; cca_stream_t *st; } cca_stream_cache_t;
+extern __attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_last_stream;
+
+/* A stream's key: its handle, 0 for the legacy stream, a per-thread id for
+ * cudaStreamPerThread; UINT64_MAX when the runtime gave no id. */
+static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
+{
+    uintptr_t h = (uintptr_t)s;
+    return h > (uintptr_t)cudaStreamPerThread ? h : _cca_stream_key_special(device, s);
+}
+
+/* The stream state this thread used last, if it is a's stream `key`. */
+static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
+{
+    return _cca_last_stream.alloc_id == a->id && _cca_last_stream.key == key ? _cca_last_stream.st : NULL;
+}
 
 /* errors.c */
 cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -144,7 +164,6 @@ size_t _cca_round_size(const cca_config_t *cfg, size_t size);
 
 /* alloc.c */
 size_t _cca_allocation_size(size_t rounded);
-void   _cca_stat_add(cca_stat_t *s, int pool, int64_t delta);
 void   _cca_sync_pending(cca_allocator_t *a);       /* waits for every pending free */
 
 /* stats/stats.c: optional accounting attached to the allocator. */
@@ -153,6 +172,29 @@ void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
 void   _cca_hooks_locked(cca_allocator_t *a);       /* under the lock, after a change */
 void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
 void   _cca_stats_destroy(cca_allocator_t *a);
+
+/* ---- added by stats/ (accounting issue) ---- */
+enum { CCA_HOOK_WATCH = 1, CCA_HOOK_OOM = 2 };      /* bits of cca_allocator.hooks owned by stats/ */
+void   _cca_oom_deliver(cca_allocator_t *a);        /* after unlocking: runs a pending OOM callback */
+/* ---- end of stats/ additions ---- */
+
+static inline void _cca_stat_update(cca_stat_t *s, int64_t d)
+{
+    s->current += d;
+    if (d > 0) {
+        s->allocated += d;
+        if (s->current > s->peak) s->peak = s->current;
+    } else {
+        s->freed -= d;
+    }
+}
+
+/* Adds d to one pool's stat and to the all-pools figure. */
+static inline void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
+{
+    _cca_stat_update(&s[CCA_POOL_ALL], d);
+    _cca_stat_update(&s[pool], d);
+}
 
 static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }

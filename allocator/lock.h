@@ -1,46 +1,46 @@
-/* lock.h - a small futex lock: one atomic exchange to take it when free,
- * a short spin, then sleep in the kernel. Cheaper than pthread_mutex on the
- * hot path and fair enough for an allocator's short critical sections. */
+/* lock.h - the allocator's lock: a test-and-set spinlock. Taking it is one
+ * atomic exchange, releasing it one plain store, which is what an
+ * allocator's short critical sections want; a waiter spins briefly, then
+ * yields the processor so an oversubscribed machine still makes progress. */
 #ifndef CCA_LOCK_H
 #define CCA_LOCK_H
 
+#include <sched.h>
 #include <stdatomic.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-typedef struct cca_lock { _Atomic int state; } cca_lock_t;   /* 0 free, 1 held, 2 held with waiters */
+typedef struct cca_lock { _Atomic int held; } cca_lock_t;
 
-static inline void _cca_lock_init(cca_lock_t *l) { atomic_init(&l->state, 0); }
+static inline void _cca_lock_init(cca_lock_t *l) { atomic_init(&l->held, 0); }
 
-static inline void _cca_lock_slow(cca_lock_t *l)
+static inline void _cca_cpu_relax(void)
 {
-    for (int spin = 0; spin < 100; spin++) {
-        int expected = 0;
-        if (atomic_load_explicit(&l->state, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_weak_explicit(&l->state, &expected, 1,
-                memory_order_acquire, memory_order_relaxed))
-            return;
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
 #endif
+}
+
+static void _cca_lock_wait(cca_lock_t *l)
+{
+    for (unsigned spins = 0;; spins++) {
+        if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+            return;
+        if (spins < 64) _cca_cpu_relax();
+        else sched_yield();
     }
-    while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0)
-        syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 }
 
 static inline void _cca_lock(cca_lock_t *l)
 {
-    int expected = 0;
-    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1,
-            memory_order_acquire, memory_order_relaxed), 0))
-        _cca_lock_slow(l);
+    if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
+        _cca_lock_wait(l);
 }
 
 static inline void _cca_unlock(cca_lock_t *l)
 {
-    if (__builtin_expect(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2, 0))
-        syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 
 #endif /* CCA_LOCK_H */

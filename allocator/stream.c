@@ -8,7 +8,7 @@
 #define PTS_DEVICES 64
 #define PTS_TAG 3u                          /* low bits of a per-thread key; handles are aligned */
 
-static _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
 
 static uint64_t per_thread_key(int device)
 {
@@ -29,8 +29,7 @@ static uint64_t per_thread_key(int device)
     return key;
 }
 
-/* 0 is the legacy stream's key; UINT64_MAX means the runtime gave no id. */
-uint64_t _cca_stream_key(int device, cudaStream_t s)
+uint64_t _cca_stream_key_special(int device, cudaStream_t s)
 {
     uintptr_t h = (uintptr_t)s;
     if (h == (uintptr_t)cudaStreamLegacy) return 0;
@@ -43,11 +42,12 @@ bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG;
 
 uint64_t _cca_current_per_thread_key(int device) { return per_thread_key(device); }
 
-static _Thread_local struct { uint64_t alloc_id, key; cca_stream_t *st; } last;
+__attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_last_stream;
 
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 {
-    if (last.alloc_id == a->id && last.key == key) return last.st;
+    cca_stream_t *hit = _cca_stream_cached(a, key);
+    if (hit) return hit;
     cca_stream_t *st = a->streams;
     while (st && st->key != key) st = st->next;
     if (!st) {
@@ -58,8 +58,8 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         st->next = a->streams;
         a->streams = st;
     }
-    last.alloc_id = a->id;
-    last.key = key;
-    last.st = st;
+    _cca_last_stream.alloc_id = a->id;
+    _cca_last_stream.key = key;
+    _cca_last_stream.st = st;
     return st;
 }

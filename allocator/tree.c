@@ -53,6 +53,37 @@ void _cca_tree_remove(cca_block_t **root, cca_block_t *b)
     b->left = b->right = NULL;
 }
 
+static cca_block_t *leftmost(cca_block_t *t) { while (t->left) t = t->left; return t; }
+static cca_block_t *rightmost(cca_block_t *t) { while (t->right) t = t->right; return t; }
+
+/* Gives tree node `old` the key (new_size, nu->addr), carried by `nu` (old
+ * itself, or a block taking its place). The hot path's split and merge only
+ * shrink or grow one free block, which rarely changes its rank: then nu just
+ * takes old's place, saving a remove and an insert. */
+void _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, size_t new_size)
+{
+    cca_block_t **link = root, *pred = NULL, *succ = NULL;
+    while (*link != old) {
+        if (key_less(old, *link)) { succ = *link; link = &(*link)->left; }
+        else                      { pred = *link; link = &(*link)->right; }
+    }
+    if (old->left) pred = rightmost(old->left);
+    if (old->right) succ = leftmost(old->right);
+    cca_block_t *l = old->left, *r = old->right;
+    uint32_t prio = old->prio;
+    old->left = old->right = NULL;
+    nu->size = new_size;
+    if ((!pred || key_less(pred, nu)) && (!succ || key_less(nu, succ))) {
+        nu->left = l;
+        nu->right = r;
+        nu->prio = prio;
+        *link = nu;
+        return;
+    }
+    *link = merge(l, r);
+    _cca_tree_insert(root, nu);
+}
+
 cca_block_t *_cca_tree_lower_bound(cca_block_t *t, size_t size)
 {
     cca_block_t *best = NULL;
