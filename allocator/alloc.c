@@ -243,6 +243,8 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     _cca_stat_add(a->stats.segment, ps, 1);
     _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
     a->stats.num_device_alloc++;
+    if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
+        a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     *out = b;
     return CCA_OK;
 }
@@ -547,6 +549,61 @@ static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
                      a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
 }
 
+#define POLICY_FALLBACK(a) ((a)->cfg.release_before_grow || (a)->cfg.segment_growth_percent)
+
+/* The largest fully free segment, or NULL. */
+static cca_segment_t *largest_unused(cca_allocator_t *a)
+{
+    cca_segment_t *best = NULL;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if (segment_unused(s) && (!best || s->size > best->size)) best = s;
+    return best;
+}
+
+/* release_before_grow: a new segment of `need` bytes would raise the
+ * reserved peak; return unused cached segments, largest first, so that the
+ * peak grows only by what live blocks and their layout require. */
+static void release_for_peak(cca_allocator_t *a, size_t need)
+{
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    if (reserved + need <= a->reserved_high) return;
+    size_t excess = reserved + need - a->reserved_high, released = 0;
+    cca_segment_t *s;
+    while (released < excess && (s = largest_unused(a))) {
+        size_t sz = s->size;
+        if (!release_segment(a, s)) break;
+        released += sz;
+    }
+}
+
+/* segment_growth_percent: a large segment is at least that share of the
+ * large bytes reserved so far, so a growing workload makes few cudaMalloc
+ * calls; splitting serves later requests from the rest. */
+static size_t grown_size(const cca_allocator_t *a, int pool, size_t size)
+{
+    size_t pct = a->cfg.segment_growth_percent;
+    if (!pct) return size;
+    int ps = _cca_pool_stat(pool);
+    size_t reserved_pool = (size_t)a->stats.reserved_bytes[ps].current;
+    size_t want = reserved_pool / 100 * pct + reserved_pool % 100 * pct / 100;
+    want = CCA_ROUND_LARGE * ((want + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+    size_t cap = pool == CCA_PSMALL ? CCA_SMALL_GROWTH_MAX
+               : a->cfg.max_split_size == SIZE_MAX ? SIZE_MAX : a->cfg.max_split_size - CCA_ROUND_LARGE;
+    if (want > cap) want = cap;
+    /* never spend more than a quarter of the remaining room on slack */
+    size_t limit = a->cap < a->device_total ? a->cap : a->device_total;
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    size_t room = limit > reserved + size ? limit - reserved - size : 0;
+    if (want > size + room / 4) want = CCA_ROUND_LARGE * ((size + room / 4) / CCA_ROUND_LARGE);
+    return want > size ? want : size;
+}
+
+/* The smallest segment that holds the request (policies' last resort). */
+static size_t minimal_size(size_t rounded)
+{
+    return CCA_ROUND_LARGE * ((rounded + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+}
+
 /* Gets a segment for the request: GC, device, release-and-retry. */
 static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
                          cca_block_t **out)
@@ -556,7 +613,15 @@ static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
         _cca_capture_cache_figures(a, ctx);
         garbage_collect(a);
     }
-    cca_status_t s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
+    size_t grown = grown_size(a, pool, ctx->alloc_size);
+    if (a->cfg.release_before_grow) release_for_peak(a, grown);
+    cca_status_t s;
+    if (grown > ctx->alloc_size) {
+        cca_oom_ctx_t trial = *ctx;
+        s = alloc_segment(a, st, pool, grown, &trial, false, out);
+        if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+    }
+    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
     if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
     if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
     if (release_available(a, st, pool, ctx->rounded)) {
@@ -564,7 +629,11 @@ static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
         if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
     }
     release_cached(a);
-    return alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
+    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
+    size_t least = minimal_size(ctx->rounded);
+    if (s == CCA_ERROR_OUT_OF_MEMORY && POLICY_FALLBACK(a) && least < ctx->alloc_size)
+        s = alloc_segment(a, st, pool, least, ctx, false, out);
+    return s;
 }
 
 /* Everything but a cached block of the right stream: pending events, a new

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "internal.h"
 
 #define MB ((size_t)1 << 20)
 #define ACCEPTED "accepted keys: max_split_size_mb, roundup_power2_divisions, " \
-                 "garbage_collection_threshold, memory_fraction, memory_limit_mb"
+                 "garbage_collection_threshold, memory_fraction, memory_limit_mb, " \
+                 "release_before_grow, segment_growth_percent, preset"
 
 void cca_config_init(cca_config_t *cfg)
 {
@@ -65,6 +67,13 @@ static bool parse_double(const char *s, double *out)
     errno = 0;
     *out = strtod(s, &end);
     return errno == 0 && *end == 0 && isfinite(*out);
+}
+
+static bool parse_bool(const char *s, int *out)
+{
+    if (!strcasecmp(s, "true") || !strcmp(s, "1")) { *out = 1; return true; }
+    if (!strcasecmp(s, "false") || !strcmp(s, "0")) { *out = 0; return true; }
+    return false;
 }
 
 static bool pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
@@ -140,6 +149,25 @@ static cca_status_t parse_value(parser_t *ps, const char *key, cca_config_t *c)
         if (!parse_u64(v, &u) || u == 0 || u > (SIZE_MAX / MB))
             return bad(ps, "memory_limit_mb: '%s' must be a positive integer (MB)%s", v, "");
         c->memory_limit = (size_t)u * MB;
+    } else if (strcmp(key, "preset") == 0) {
+        if (strcmp(v, "pytorch") == 0) {
+            int device = c->device;
+            cca_config_init(c);
+            c->device = device;
+        } else if (strcmp(v, "lean") == 0) {
+            c->release_before_grow = 1;
+            c->max_split_size = CCA_LEAN_MAX_SPLIT;
+            c->segment_growth_percent = CCA_LEAN_GROWTH_PERCENT;
+        } else {
+            return bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)%s", v, "");
+        }
+    } else if (strcmp(key, "release_before_grow") == 0) {
+        if (!parse_bool(v, &c->release_before_grow))
+            return bad(ps, "release_before_grow: '%s' must be True or False%s", v, "");
+    } else if (strcmp(key, "segment_growth_percent") == 0) {
+        if (!parse_u64(v, &u) || u > 1000)
+            return bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000%s", v, "");
+        c->segment_growth_percent = (size_t)u;
     } else {
         return bad(ps, "unknown key '%s'; %s", key, ACCEPTED);
     }

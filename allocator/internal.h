@@ -16,6 +16,9 @@
 #define CCA_LARGE_BUFFER   ((size_t)20 << 20)         /* large segment for requests under MIN_LARGE_ALLOC */
 #define CCA_MIN_LARGE_ALLOC ((size_t)10 << 20)
 #define CCA_ROUND_LARGE    ((size_t)2 << 20)          /* rounding of big segments */
+#define CCA_SMALL_GROWTH_MAX ((size_t)8 << 20)           /* largest grown small segment */
+#define CCA_LEAN_MAX_SPLIT ((size_t)128 << 20)        /* preset:lean */
+#define CCA_LEAN_GROWTH_PERCENT 10
 #define CCA_MAX_REQUEST    ((size_t)1 << 62)          /* above this a size cannot be rounded safely */
 
 enum { CCA_PSMALL = 0, CCA_PLARGE = 1 };              /* index into per-stream pools */
@@ -96,6 +99,7 @@ struct cca_allocator {
     bool plain_rounding;                              /* no roundup_power2_divisions set */
     size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
     size_t device_total;
+    size_t reserved_high;                             /* most bytes ever reserved (policies; never reset) */
     cca_stats_t stats;
     cca_ptrmap_t live;                                /* handed-out address -> block */
     cca_stream_t *streams;

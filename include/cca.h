@@ -40,6 +40,9 @@ typedef struct cca_config {
     double garbage_collection_threshold; /* 0: off; in (0,1): fraction of the cap (needs a cap) */
     double memory_fraction;              /* 0: no cap; in (0,1]: cap = fraction of device total */
     size_t memory_limit;                 /* 0: no cap; else cap in bytes (the smaller cap wins) */
+    /* Policies beyond PyTorch's rules (off by default; see README "Policies"): */
+    int release_before_grow;             /* return unused cached segments before a new one would raise the reserved peak */
+    size_t segment_growth_percent;       /* 0: off; else new large segments are at least this % of reserved large bytes */
 } cca_config_t;
 
 /* Statistics, named like torch.cuda.memory_stats(). */
@@ -79,7 +82,10 @@ CCA_API void cca_config_init(cca_config_t *cfg);
 
 /* Applies a "key:value,key:value" string (PyTorch's syntax) on top of cfg.
  * Keys: max_split_size_mb, roundup_power2_divisions (N or [MB:N,...,>:N]),
- * garbage_collection_threshold, memory_fraction, memory_limit_mb.
+ * garbage_collection_threshold, memory_fraction, memory_limit_mb,
+ * release_before_grow (True/False), segment_growth_percent, and
+ * preset (pytorch: the defaults; lean: release_before_grow:True,
+ * max_split_size_mb:128, segment_growth_percent:10), applied in order.
  * CCA_ERROR_INVALID_CONFIG with the reason in err (and in
  * cca_last_error_string()) on an unknown key or bad value; cfg is then
  * unchanged. NULL or "" changes nothing. */
@@ -136,6 +142,192 @@ CCA_API const char *cca_status_string(cca_status_t s);
 
 /* Thread-local text explaining this thread's last failure ("" if none). */
 CCA_API const char *cca_last_error_string(void);
+
+/* ==== Accounting: fragmentation, snapshots, OOM report, summary, watches ====
+ * Every figure below is taken under the allocator's lock in one piece, so it
+ * cannot disagree with itself. Text and JSON go through the caller's write
+ * callback; cca never prints. */
+
+/* Output sink: writes len bytes, returns how many it took (fewer = error). */
+typedef size_t (*cca_write_fn)(const char *data, size_t len, void *arg);
+
+/* ---- fragmentation ---- */
+
+#define CCA_SIZE_CLASSES 64             /* classes[k]: blocks of [2^k, 2^(k+1)) bytes */
+
+typedef struct cca_size_class {
+    size_t free_blocks, free_bytes;           /* inactive (cached) blocks */
+    size_t allocated_blocks, allocated_bytes; /* handed out */
+    size_t pending_blocks, pending_bytes;     /* freed, awaiting stream events */
+} cca_size_class_t;
+
+typedef struct cca_frag {
+    size_t reserved;                    /* bytes held from the device */
+    size_t allocated;                   /* rounded bytes handed out */
+    size_t requested;                   /* bytes the callers asked for */
+    size_t active;                      /* allocated + pending free */
+    size_t free_cached;                 /* inactive bytes: reserved - active */
+    size_t largest_free;                /* largest inactive block */
+    size_t free_blocks;                 /* number of inactive blocks */
+    size_t segments;                    /* number of device segments */
+    size_t inactive_split;              /* inactive bytes inside split segments */
+    size_t internal_waste;              /* allocated - requested (rounding) */
+    double external_fragmentation;      /* 1 - largest_free / free_cached; 0 when nothing is free */
+    double utilization;                 /* allocated / reserved; 0 when nothing is reserved */
+    cca_size_class_t classes[CCA_SIZE_CLASSES];
+} cca_frag_t;
+
+/* Fills *out from one walk of every segment and block.
+ * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
+CCA_API cca_status_t cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out);
+
+/* ---- snapshot ---- */
+
+typedef enum cca_snapshot_state {
+    CCA_STATE_ACTIVE_ALLOCATED = 0,     /* handed out */
+    CCA_STATE_ACTIVE_PENDING_FREE,      /* freed, awaiting stream events */
+    CCA_STATE_INACTIVE,                 /* free, cached */
+} cca_snapshot_state_t;
+
+typedef struct cca_segment_info {
+    int device;
+    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    uintptr_t address;
+    size_t total_size;
+    size_t allocated_size;              /* sum of active_allocated blocks */
+    size_t active_size;                 /* allocated + pending free blocks */
+    size_t requested_size;              /* sum of the callers' sizes */
+    cudaStream_t stream;                /* the stream whose blocks it holds */
+    size_t n_blocks;
+} cca_segment_info_t;
+
+typedef struct cca_block_info {
+    uintptr_t address;
+    size_t size;
+    size_t requested_size;              /* 0 unless active_allocated */
+    cca_snapshot_state_t state;
+    cudaStream_t stream;
+    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    uintptr_t segment_address;
+} cca_block_info_t;
+
+/* Return nonzero to stop the walk. */
+typedef int (*cca_segment_fn)(const cca_segment_info_t *seg, void *arg);
+typedef int (*cca_block_fn)(const cca_block_info_t *block, void *arg);
+
+/* Copies every segment and block under the lock, then calls seg_cb for each
+ * segment (by address) followed by block_cb for each of its blocks (by
+ * address), outside the lock; either may be NULL. CCA_ERROR_INVALID_ARGUMENT
+ * for a NULL allocator, CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
+CCA_API cca_status_t cca_snapshot_walk(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg);
+
+/* Writes the snapshot as JSON with the keys of torch.cuda.memory_snapshot():
+ * {"segments": [{"device", "address", "total_size", "allocated_size",
+ * "active_size", "requested_size", "stream", "segment_type", "blocks":
+ * [{"address", "size", "requested_size", "state"}]}]}.
+ * CCA_ERROR_INVALID_ARGUMENT for NULL arguments or when write took fewer
+ * bytes than given; CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
+CCA_API cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg);
+
+/* "active_allocated", "active_pending_free", "inactive" ("unknown" otherwise). */
+CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
+
+/* ---- OOM report ---- */
+
+typedef enum cca_oom_verdict {
+    CCA_OOM_NONE = 0,                   /* no out-of-memory so far */
+    CCA_OOM_EXHAUSTED,                  /* live allocations fill the device or the cap */
+    CCA_OOM_FRAGMENTED,                 /* enough bytes free, no block or segment large enough */
+    CCA_OOM_CAP,                        /* the cap refused while the device had room */
+    CCA_OOM_EXTERNAL,                   /* the device is full of memory cca does not hold */
+} cca_oom_verdict_t;
+
+typedef struct cca_oom_report {
+    cca_oom_verdict_t verdict;
+    int device;
+    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    cudaStream_t stream;
+    size_t requested, rounded;          /* caller's size, block size */
+    size_t segment_size;                /* the new segment the request needed */
+    size_t device_total, device_free;   /* cudaMemGetInfo, after release-and-retry */
+    size_t cap;                         /* effective cap in bytes; 0: none */
+    size_t reserved, allocated;         /* after release-and-retry */
+    size_t reserved_before, allocated_before;
+    size_t free_cached_before;          /* cached free bytes when the request arrived */
+    size_t largest_free_before;         /* largest cached free block then */
+    size_t free_cached, largest_free;   /* the same after release-and-retry */
+    size_t external;                    /* device bytes in use outside this allocator */
+    size_t shortfall;                   /* bytes missing (see the verdict's advice); 0 if none */
+    size_t largest_fit;                 /* largest request that would succeed now */
+    int cap_refused, device_refused;    /* which limit said no */
+    uint64_t seq;                       /* 1 for the allocator's first OOM, then 2, ... */
+    char advice[320];                   /* one line */
+} cca_oom_report_t;
+
+typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);
+
+/* Calls fn (NULL: none) with the report of each CCA_ERROR_OUT_OF_MEMORY,
+ * from the failing thread after the allocator's lock is released, before
+ * cca_malloc returns. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator. */
+CCA_API cca_status_t cca_set_oom_callback(cca_allocator_t *a, cca_oom_fn fn, void *arg);
+
+/* Copies the last OOM report; its verdict is CCA_OOM_NONE when there was
+ * none. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
+CCA_API cca_status_t cca_last_oom_report(cca_allocator_t *a, cca_oom_report_t *out);
+
+/* Formats r as at most three lines of text (figures in B/KiB/MiB/GiB) into
+ * buf, always NUL-terminated when len > 0. Returns the length of the whole
+ * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */
+CCA_API size_t cca_oom_report_format(const cca_oom_report_t *r, char *buf, size_t len);
+
+/* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
+CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);
+
+/* ---- memory summary ---- */
+
+/* Writes a text table like torch.cuda.memory_summary(): current, peak,
+ * total allocated and freed per pool, then the fragmentation figures.
+ * CCA_ERROR_INVALID_ARGUMENT for NULL arguments or a failed write. */
+CCA_API cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *arg);
+
+/* ---- watches ---- */
+
+typedef enum cca_watch_kind {
+    CCA_WATCH_ALLOCATED = 0,            /* allocated_bytes (all pools) */
+    CCA_WATCH_RESERVED,                 /* reserved_bytes (all pools) */
+} cca_watch_kind_t;
+
+/* Called once per crossing: rising = 1 when the figure went above the
+ * threshold (now > bytes), 0 when it fell back (now <= bytes). */
+typedef void (*cca_watch_fn)(void *arg, cca_watch_kind_t which, size_t bytes_now, int rising);
+
+/* Calls fn whenever the figure crosses `bytes`, seen at the end of each
+ * cca_malloc, cca_free and cca_empty_cache; from the thread whose call
+ * crossed it, after the lock is released, in the order of the crossings.
+ * *id names the watch for cca_unwatch. CCA_ERROR_INVALID_ARGUMENT for a
+ * NULL allocator, fn or id or an unknown kind; CCA_ERROR_OUT_OF_MEMORY if
+ * host memory runs out. */
+CCA_API cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
+                                         cca_watch_fn fn, void *arg, uint64_t *id);
+
+/* Removes a watch: no delivery of it starts after this returns.
+ * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or an unknown id. */
+CCA_API cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id);
+
+typedef struct cca_scope_result {
+    size_t peak_allocated, peak_reserved; /* highest while the scope was open (all threads) */
+    size_t allocated_bytes, freed_bytes;  /* rounded bytes allocated and freed meanwhile */
+    uint64_t allocations, frees;          /* and how many */
+} cca_scope_result_t;
+
+/* Opens a measurement scope; scopes nest and may overlap across threads.
+ * CCA_ERROR_INVALID_ARGUMENT for NULL arguments, CCA_ERROR_OUT_OF_MEMORY
+ * if host memory runs out. */
+CCA_API cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token);
+
+/* Closes the scope and fills *out (may be NULL). CCA_ERROR_INVALID_ARGUMENT
+ * for a NULL allocator or a token that is not open. */
+CCA_API cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out);
 
 #ifdef __cplusplus
 }
