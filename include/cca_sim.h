@@ -51,6 +51,9 @@ void          cca_sim_set_latency_ns(cca_sim_api_t api, unsigned long ns);
 size_t        cca_sim_used_bytes(int device);        /* bytes of live allocations */
 unsigned long cca_sim_live_allocations(int device);  /* live cudaMalloc results */
 const char   *cca_sim_api_name(cca_sim_api_t api);   /* "cudaMalloc", ... */
+/* Device-wide synchronizations since the last reset: cudaDeviceSynchronize,
+ * and cudaFree of a live pointer (which synchronizes the device). */
+unsigned long cca_sim_device_syncs(int device);
 
 #ifdef __cplusplus
 }
