@@ -1,0 +1,153 @@
+/* replay.c - see replay.h. */
+#include "replay.h"
+#include "clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_NONE = 0, SLOT_LIVE = 1, SLOT_REFUSED = 2 };
+
+typedef struct replay_state {
+    const trace_t *t;
+    const bench_alloc_ops_t *ops;
+    const replay_opts_t *o;
+    void *ctx;
+    cudaStream_t *streams;
+    void **ptrs;
+    uint8_t *state;
+    replay_result_t *r;
+} replay_state_t;
+
+static void fail(replay_result_t *r, const char *what)
+{
+    r->ok = 0;
+    snprintf(r->error, sizeof r->error, "%s%s%.160s", what, *bench_ops_error() ? ": " : "",
+             bench_ops_error());
+}
+
+static int make_streams(replay_state_t *s)
+{
+    s->streams = calloc(s->t->n_streams + 1, sizeof *s->streams);
+    if (!s->streams)
+        return -1;
+    for (size_t i = 0; i < s->t->n_streams; i++)
+        if (s->t->stream_ids[i] != 0 && cudaStreamCreate(&s->streams[i]) != cudaSuccess)
+            return -1;
+    return 0;
+}
+
+static void destroy_streams(replay_state_t *s)
+{
+    for (size_t i = 0; s->streams && i < s->t->n_streams; i++)
+        if (s->streams[i])
+            cudaStreamDestroy(s->streams[i]);
+    free(s->streams);
+}
+
+static void progress(const replay_state_t *s, size_t i)
+{
+    if (s->o->progress && s->t->n_events > (1u << 18) && (i & 0xffff) == 0)
+        fprintf(stderr, "\r  replay %s: %zu/%zu events", s->t->name, i, s->t->n_events);
+}
+
+static int do_alloc(replay_state_t *s, const trace_event_t *e)
+{
+    int r = s->ops->malloc(s->ctx, &s->ptrs[e->slot], e->size, s->streams[e->stream]);
+    if (r == BENCH_OK) {
+        s->state[e->slot] = SLOT_LIVE;
+        if (s->o->track_peak && !s->ops->peak_reserved) {
+            uint64_t res = s->ops->reserved_bytes(s->ctx);
+            if (res > s->r->peak_reserved)
+                s->r->peak_reserved = res;
+        }
+        return 0;
+    }
+    if (r != BENCH_OOM) {
+        fail(s->r, "allocation failed (not an OOM)");
+        return -1;
+    }
+    s->state[e->slot] = SLOT_REFUSED;
+    s->r->ooms++;
+    if (s->o->stop_at_oom) {
+        s->r->aborted = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static int do_free(replay_state_t *s, const trace_event_t *e)
+{
+    if (s->state[e->slot] != SLOT_LIVE) {
+        s->r->skipped_frees++;
+        return 0;
+    }
+    s->state[e->slot] = SLOT_NONE;
+    if (s->ops->free(s->ctx, s->ptrs[e->slot]) != BENCH_OK) {
+        fail(s->r, "free failed");
+        return -1;
+    }
+    return 0;
+}
+
+static void event_loop(replay_state_t *s)
+{
+    simctl_calls_t c0, c1;
+    size_t i, n = s->t->n_events;
+    simctl_model(s->o->modelled);
+    simctl_snapshot(&c0);
+    uint64_t t0 = bench_now_ns();
+    for (i = 0; i < n; i++) {
+        const trace_event_t *e = &s->t->events[i];
+        progress(s, i);
+        if ((e->op == TRACE_ALLOC ? do_alloc(s, e) : do_free(s, e)) != 0)
+            break;
+    }
+    s->r->ns = bench_now_ns() - t0;
+    simctl_snapshot(&c1);
+    simctl_model(0);
+    s->r->events = i < n ? i + 1 : n;
+    simctl_per_op(&c0, &c1, 1.0, &s->r->calls);
+    if (s->o->progress && n > (1u << 18))
+        fprintf(stderr, "\r%60s\r", "");
+}
+
+/* After the loop: the allocator's peak, its check, then every block still
+ * live is freed (untimed) so that no allocator leaks device memory. */
+static void finish(replay_state_t *s)
+{
+    if (s->ops->peak_reserved)
+        s->r->peak_reserved = s->ops->peak_reserved(s->ctx);
+    if (s->o->check && s->ops->check &&
+        s->ops->check(s->ctx, s->r->check_msg, sizeof s->r->check_msg) != BENCH_OK)
+        s->r->check_failed = 1;
+    for (size_t k = 0; k < s->t->n_slots; k++)
+        if (s->state[k] == SLOT_LIVE)
+            s->ops->free(s->ctx, s->ptrs[k]);
+}
+
+replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const char *conf,
+                       const replay_opts_t *o)
+{
+    replay_result_t r;
+    replay_state_t s = {.t = t, .ops = ops, .o = o, .r = &r};
+    memset(&r, 0, sizeof r);
+    r.ok = 1;
+    if (o->capacity)
+        simctl_reset(o->capacity);
+    s.ptrs = calloc(t->n_slots + 1, sizeof *s.ptrs);
+    s.state = calloc(t->n_slots + 1, 1);
+    if (!s.ptrs || !s.state || make_streams(&s) != 0)
+        fail(&r, "out of host memory, or cannot create the trace's streams");
+    else if (!(s.ctx = ops->init(conf, r.error, sizeof r.error)))
+        r.ok = 0;
+    else {
+        event_loop(&s);
+        finish(&s);
+        ops->fini(s.ctx);
+    }
+    destroy_streams(&s);
+    free(s.ptrs);
+    free(s.state);
+    return r;
+}

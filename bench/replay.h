@@ -1,0 +1,41 @@
+/* replay.h - replays a loaded trace against one allocator (any
+ * bench_alloc_ops_t), mapping the trace's Stream column to real streams
+ * (0: the legacy default stream, NULL). Small C interface, usable from
+ * tests: no printing unless opts->progress. */
+#ifndef BENCH_REPLAY_H
+#define BENCH_REPLAY_H
+
+#include "alloc_ops.h"
+#include "sim_ctl.h"
+#include "trace.h"
+
+#include <stdint.h>
+
+typedef struct replay_opts {
+    size_t capacity;     /* sim: reset the device to this capacity first (0: leave it) */
+    int modelled;        /* sim: latency model on during the event loop */
+    int stop_at_oom;     /* abort at the first refused allocation */
+    int track_peak;      /* sample reserved_bytes after each allocation when the
+                            allocator keeps no peak of its own */
+    int check;           /* run ops->check after the event loop */
+    int progress;        /* a progress line on stderr for long traces */
+} replay_opts_t;
+
+typedef struct replay_result {
+    int ok;                  /* 0: a hard error stopped it (see error) */
+    char error[256];
+    size_t events;           /* events replayed */
+    size_t ooms;             /* allocations the allocator refused */
+    size_t skipped_frees;    /* frees of refused allocations */
+    int aborted;             /* stopped at the first OOM (stop_at_oom) */
+    uint64_t ns;             /* wall time of the event loop */
+    uint64_t peak_reserved;  /* bytes; 0 unless tracked or kept by the allocator */
+    simctl_calls_t calls;    /* runtime calls during the event loop (totals) */
+    int check_failed;
+    char check_msg[256];
+} replay_result_t;
+
+replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const char *conf,
+                       const replay_opts_t *opts);
+
+#endif
