@@ -69,8 +69,6 @@ static inline cca_block_t **tree_of(cca_block_t *b)
 
 /* ---- device calls on the allocator's device ---------------------------- */
 
-typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
-
 cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
 {
     int cur = -1;
@@ -608,11 +606,8 @@ static size_t minimal_size(size_t rounded)
 static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
                          cca_block_t **out)
 {
-    bool gc = a->cap != SIZE_MAX && a->cfg.garbage_collection_threshold > 0.0;
-    if (gc) {
-        _cca_capture_cache_figures(a, ctx);
-        garbage_collect(a);
-    }
+    _cca_capture_cache_figures(a, ctx);              /* before anything is released */
+    if (a->cap != SIZE_MAX && a->cfg.garbage_collection_threshold > 0.0) garbage_collect(a);
     size_t grown = grown_size(a, pool, ctx->alloc_size);
     if (a->cfg.release_before_grow) release_for_peak(a, grown);
     cca_status_t s;
@@ -623,7 +618,6 @@ static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
     }
     s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
     if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
-    if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
     if (release_available(a, st, pool, ctx->rounded)) {
         s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
         if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
@@ -631,8 +625,10 @@ static cca_status_t grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
     release_cached(a);
     s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
     size_t least = minimal_size(ctx->rounded);
-    if (s == CCA_ERROR_OUT_OF_MEMORY && POLICY_FALLBACK(a) && least < ctx->alloc_size)
+    if (s == CCA_ERROR_OUT_OF_MEMORY && POLICY_FALLBACK(a) && least < ctx->alloc_size) {
+        ctx->alloc_size = least;                      /* the report names the smallest segment tried */
         s = alloc_segment(a, st, pool, least, ctx, false, out);
+    }
     return s;
 }
 
@@ -699,6 +695,7 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     hooks_locked(a);
     _cca_unlock(&a->lock);
     hooks_after(a);
+    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0)) _cca_oom_deliver(a);
     return s;
 }
 

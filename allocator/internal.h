@@ -167,6 +167,9 @@ void         _cca_clear_error(void);
 size_t _cca_round_size(const cca_config_t *cfg, size_t size);
 
 /* alloc.c */
+typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
+cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
+void   _cca_device_leave(dev_guard_t *g);                            /* restores the caller's */
 size_t _cca_allocation_size(size_t rounded);
 void   _cca_sync_pending(cca_allocator_t *a);       /* waits for every pending free */
 
@@ -178,7 +181,7 @@ void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
 void   _cca_stats_destroy(cca_allocator_t *a);
 
 /* ---- added by stats/ (accounting issue) ---- */
-enum { CCA_HOOK_WATCH = 1, CCA_HOOK_OOM = 2 };      /* bits of cca_allocator.hooks owned by stats/ */
+enum { CCA_HOOK_WATCH = 1 };                      /* bits of cca_allocator.hooks owned by stats/ */
 void   _cca_oom_deliver(cca_allocator_t *a);        /* after unlocking: runs a pending OOM callback */
 /* ---- end of stats/ additions ---- */
 

@@ -9,6 +9,7 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 pkg-config --exists criterion 2>/dev/null || need+=(libcriterion-dev)
+pkg-config --exists json-c 2>/dev/null || need+=(libjson-c-dev)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""

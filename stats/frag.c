@@ -1,0 +1,71 @@
+/* frag.c - fragmentation figures from one walk of every segment and block
+ * under the allocator lock: free cached bytes, largest free block, the
+ * derived ratios, and occupancy per power-of-two size class. */
+#include <string.h>
+#include "stats_internal.h"
+
+static int size_class(size_t size)
+{
+    return size ? 63 - __builtin_clzll((unsigned long long)size) : 0;
+}
+
+static void count_block(cca_frag_t *f, const cca_block_t *b)
+{
+    cca_size_class_t *c = &f->classes[size_class(b->size)];
+    switch (b->state) {
+    case CCA_BLOCK_FREE:
+        c->free_blocks++;
+        c->free_bytes += b->size;
+        f->free_cached += b->size;
+        f->free_blocks++;
+        if (b->size > f->largest_free) f->largest_free = b->size;
+        if (_cca_block_is_split(b)) f->inactive_split += b->size;
+        break;
+    case CCA_BLOCK_ALLOCATED:
+        c->allocated_blocks++;
+        c->allocated_bytes += b->size;
+        f->allocated += b->size;
+        f->requested += b->requested;
+        break;
+    default:
+        c->pending_blocks++;
+        c->pending_bytes += b->size;
+        break;
+    }
+}
+
+void _cca_frag_locked(cca_allocator_t *a, cca_frag_t *f)
+{
+    memset(f, 0, sizeof *f);
+    for (cca_segment_t *s = a->segments; s; s = s->next) {
+        f->segments++;
+        f->reserved += s->size;
+        for (cca_block_t *b = s->first; b; b = b->next) count_block(f, b);
+    }
+    f->active = f->reserved - f->free_cached;
+    f->internal_waste = f->allocated - f->requested;
+    f->external_fragmentation = f->free_cached ? 1.0 - (double)f->largest_free / (double)f->free_cached : 0.0;
+    f->utilization = f->reserved ? (double)f->allocated / (double)f->reserved : 0.0;
+}
+
+/* The largest free block of any stream: the maximum of each free tree. */
+size_t _cca_largest_free_locked(const cca_allocator_t *a)
+{
+    size_t largest = 0;
+    for (const cca_stream_t *st = a->streams; st; st = st->next)
+        for (int p = 0; p < 2; p++) {
+            const cca_block_t *b = _cca_tree_max(st->free_root[p]);
+            if (b && b->size > largest) largest = b->size;
+        }
+    return largest;
+}
+
+cca_status_t cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out)
+{
+    if (!a || !out)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %s is NULL", a ? "out" : "allocator");
+    _cca_lock(&a->lock);
+    _cca_frag_locked(a, out);
+    _cca_unlock(&a->lock);
+    return CCA_OK;
+}

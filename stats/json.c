@@ -1,0 +1,46 @@
+/* json.c - the snapshot as JSON with the keys of torch.cuda.memory_snapshot(),
+ * so that tools written for PyTorch's snapshots read cca's. Addresses and
+ * streams are integers, as PyTorch writes them. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include "stats_internal.h"
+
+static void json_block(cca_emit_t *e, const cca_block_info_t *b, bool last)
+{
+    _cca_emit(e, "        {\"address\": %" PRIuPTR ", \"size\": %zu, \"requested_size\": %zu, \"state\": \"%s\"}%s\n",
+              b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state), last ? "" : ",");
+}
+
+static void json_segment(cca_emit_t *e, const cca_segment_info_t *s, const cca_block_info_t *blocks, bool last)
+{
+    _cca_emit(e, "    {\"device\": %d, \"address\": %" PRIuPTR ", \"total_size\": %zu, \"allocated_size\": %zu,"
+                 " \"active_size\": %zu, \"requested_size\": %zu, \"stream\": %" PRIuPTR ","
+                 " \"segment_type\": \"%s\", \"blocks\": [\n",
+              s->device, s->address, s->total_size, s->allocated_size, s->active_size, s->requested_size,
+              (uintptr_t)s->stream, s->pool == CCA_POOL_SMALL ? "small" : "large");
+    for (size_t j = 0; j < s->n_blocks; j++) json_block(e, &blocks[j], j + 1 == s->n_blocks);
+    _cca_emit(e, "    ]}%s\n", last ? "" : ",");
+}
+
+cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg)
+{
+    if (!a || !write)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_json: %s is NULL", a ? "write" : "allocator");
+    cca_snap_t s;
+    cca_status_t st = _cca_snap_take(a, &s);
+    if (st != CCA_OK) return st;
+    cca_emit_t *e = malloc(sizeof *e);
+    if (!e) {
+        _cca_snap_free(&s);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_snapshot_json: out of host memory");
+    }
+    _cca_emit_init(e, write, arg);
+    _cca_emit(e, "{\"segments\": [\n");
+    const cca_block_info_t *b = s.blocks;
+    for (size_t i = 0; i < s.n_segs; b += s.segs[i++].n_blocks) json_segment(e, &s.segs[i], b, i + 1 == s.n_segs);
+    _cca_emit(e, "]}\n");
+    bool ok = _cca_emit_finish(e);
+    free(e);
+    _cca_snap_free(&s);
+    return ok ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_json: the write callback failed");
+}

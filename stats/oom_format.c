@@ -1,0 +1,45 @@
+/* oom_format.c - the OOM report as text: a headline with the verdict, the
+ * figures, and the advice; three lines, sizes in human units. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "stats_internal.h"
+
+typedef struct out { char *buf; size_t len, total; } out_t;
+
+static void add(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(out_t *o, const char *fmt, ...)
+{
+    size_t at = o->total < o->len ? o->total : o->len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf ? o->buf + at : NULL, o->buf ? o->len - at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) o->total += (size_t)n;
+}
+
+size_t cca_oom_report_format(const cca_oom_report_t *r, char *buf, size_t len)
+{
+    if (!r) {
+        if (buf && len) buf[0] = '\0';
+        return 0;
+    }
+    out_t o = { buf, buf ? len : 0, 0 };
+    if (o.len) o.buf[0] = '\0';
+    char b[8][32];
+    if (r->verdict == CCA_OOM_NONE) {
+        add(&o, "cca: no out-of-memory on device %d\n", r->device);
+        return o.total;
+    }
+    add(&o, "cca: out of memory on device %d: %s requested (%s rounded, %s pool, stream %#lx): %s\n", r->device,
+        _cca_fmt_bytes(r->requested, b[0]), _cca_fmt_bytes(r->rounded, b[1]),
+        r->pool == CCA_POOL_SMALL ? "small" : "large", (unsigned long)(uintptr_t)r->stream,
+        cca_oom_verdict_string(r->verdict));
+    add(&o, "device %s total, %s free, %s outside cca; cap %s; reserved %s, allocated %s; "
+            "at the request %s cached free, largest free block %s\n",
+        _cca_fmt_bytes(r->device_total, b[0]), _cca_fmt_bytes(r->device_free, b[1]),
+        _cca_fmt_bytes(r->external, b[2]), r->cap ? _cca_fmt_bytes(r->cap, b[3]) : "none",
+        _cca_fmt_bytes(r->reserved, b[4]), _cca_fmt_bytes(r->allocated, b[5]),
+        _cca_fmt_bytes(r->free_cached_before, b[6]), _cca_fmt_bytes(r->largest_free_before, b[7]));
+    add(&o, "advice: %s\n", r->advice);
+    return o.total;
+}

@@ -1,0 +1,131 @@
+/* snapshot.c - every segment and block copied under the lock into flat
+ * arrays, then handed to the caller's callbacks outside it (so that they
+ * may call cca themselves). */
+#include <stdlib.h>
+#include <string.h>
+#include "stats_internal.h"
+
+static cca_snapshot_state_t state_of(const cca_block_t *b)
+{
+    if (b->state == CCA_BLOCK_ALLOCATED) return CCA_STATE_ACTIVE_ALLOCATED;
+    if (b->state == CCA_BLOCK_PENDING) return CCA_STATE_ACTIVE_PENDING_FREE;
+    return CCA_STATE_INACTIVE;
+}
+
+static void copy_block(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
+{
+    *bi = (cca_block_info_t){
+        .address = b->addr, .size = b->size, .requested_size = b->requested,
+        .state = state_of(b), .stream = si->stream, .pool = si->pool,
+        .segment_address = si->address,
+    };
+}
+
+static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si,
+                         cca_block_info_t *blocks)
+{
+    *si = (cca_segment_info_t){
+        .device = a->cfg.device, .pool = _cca_pool_stat(s->pool), .address = s->addr,
+        .total_size = s->size, .stream = s->stream->handle,
+    };
+    for (const cca_block_t *b = s->first; b; b = b->next) {
+        copy_block(si, b, &blocks[si->n_blocks++]);
+        if (b->state == CCA_BLOCK_FREE) continue;
+        si->active_size += b->size;
+        if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
+        si->requested_size += b->requested;
+    }
+}
+
+static cca_status_t snap_locked(cca_allocator_t *a, cca_snap_t *out)
+{
+    size_t ns = 0, nb = 0;
+    for (const cca_segment_t *s = a->segments; s; s = s->next, ns++)
+        for (const cca_block_t *b = s->first; b; b = b->next) nb++;
+    out->segs = malloc((ns ? ns : 1) * sizeof *out->segs);
+    out->blocks = malloc((nb ? nb : 1) * sizeof *out->blocks);
+    if (!out->segs || !out->blocks) return CCA_ERROR_OUT_OF_MEMORY;
+    for (const cca_segment_t *s = a->segments; s; s = s->next) {
+        copy_segment(a, s, &out->segs[out->n_segs], out->blocks + out->n_blocks);
+        out->n_blocks += out->segs[out->n_segs++].n_blocks;
+    }
+    return CCA_OK;
+}
+
+typedef struct keyed { cca_segment_info_t info; size_t first; } keyed_t;  /* first: index of its blocks */
+
+static int by_address(const void *x, const void *y)
+{
+    uintptr_t p = ((const keyed_t *)x)->info.address, q = ((const keyed_t *)y)->info.address;
+    return (p > q) - (p < q);
+}
+
+/* Sorts the segments by address, moving each one's blocks along with it. */
+static cca_status_t sort_segments(cca_snap_t *s)
+{
+    keyed_t *k = malloc((s->n_segs ? s->n_segs : 1) * sizeof *k);
+    cca_block_info_t *sorted = malloc((s->n_blocks ? s->n_blocks : 1) * sizeof *sorted);
+    if (!k || !sorted) {
+        free(k);
+        free(sorted);
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0, first = 0; i < s->n_segs; first += s->segs[i++].n_blocks)
+        k[i] = (keyed_t){ s->segs[i], first };
+    qsort(k, s->n_segs, sizeof *k, by_address);
+    for (size_t i = 0, n = 0; i < s->n_segs; n += k[i++].info.n_blocks) {
+        s->segs[i] = k[i].info;
+        memcpy(sorted + n, s->blocks + k[i].first, k[i].info.n_blocks * sizeof *sorted);
+    }
+    free(k);
+    free(s->blocks);
+    s->blocks = sorted;
+    return CCA_OK;
+}
+
+cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out)
+{
+    *out = (cca_snap_t){ 0 };
+    _cca_lock(&a->lock);
+    cca_status_t st = snap_locked(a, out);
+    _cca_unlock(&a->lock);
+    if (st == CCA_OK) st = sort_segments(out);
+    if (st != CCA_OK) {
+        _cca_snap_free(out);
+        return _cca_fail(st, "cca snapshot: out of host memory");
+    }
+    return CCA_OK;
+}
+
+void _cca_snap_free(cca_snap_t *s)
+{
+    free(s->segs);
+    free(s->blocks);
+    *s = (cca_snap_t){ 0 };
+}
+
+cca_status_t cca_snapshot_walk(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: allocator is NULL");
+    cca_snap_t s;
+    cca_status_t st = _cca_snap_take(a, &s);
+    if (st != CCA_OK) return st;
+    const cca_block_info_t *b = s.blocks;
+    int stop = 0;
+    for (size_t i = 0; i < s.n_segs && !stop; b += s.segs[i++].n_blocks) {
+        if (seg_cb) stop = seg_cb(&s.segs[i], arg);
+        for (size_t j = 0; j < s.segs[i].n_blocks && block_cb && !stop; j++) stop = block_cb(&b[j], arg);
+    }
+    _cca_snap_free(&s);
+    return CCA_OK;
+}
+
+const char *cca_snapshot_state_string(cca_snapshot_state_t s)
+{
+    switch (s) {
+    case CCA_STATE_ACTIVE_ALLOCATED: return "active_allocated";
+    case CCA_STATE_ACTIVE_PENDING_FREE: return "active_pending_free";
+    case CCA_STATE_INACTIVE: return "inactive";
+    }
+    return "unknown";
+}

@@ -1,0 +1,44 @@
+/* stats_internal.h - prototypes shared by the files of stats/: the buffered
+ * output emitter, human units, and figures taken under the allocator lock. */
+#ifndef CCA_STATS_INTERNAL_H
+#define CCA_STATS_INTERNAL_H
+
+#include "internal.h"
+
+/* emit.c: text through the caller's write callback, in 4 KiB pieces. */
+typedef struct cca_emit {
+    cca_write_fn write;
+    void *arg;
+    size_t len;                                       /* bytes waiting in buf */
+    bool failed;                                      /* write took fewer bytes than given */
+    char buf[4096];
+} cca_emit_t;
+
+void        _cca_emit_init(cca_emit_t *e, cca_write_fn write, void *arg);
+void        _cca_emit(cca_emit_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool        _cca_emit_finish(cca_emit_t *e);          /* flushes; false if any write failed */
+const char *_cca_fmt_bytes(size_t bytes, char out[32]); /* "512 B", "4.00 MiB" */
+
+/* frag.c */
+void   _cca_frag_locked(cca_allocator_t *a, cca_frag_t *out);
+size_t _cca_largest_free_locked(const cca_allocator_t *a);
+
+/* snapshot.c: a copy of every segment and block, taken under the lock. */
+typedef struct cca_snap {
+    cca_segment_info_t *segs;                         /* by address */
+    cca_block_info_t *blocks;                         /* segment by segment, by address */
+    size_t n_segs, n_blocks;
+} cca_snap_t;
+
+cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out);
+void         _cca_snap_free(cca_snap_t *s);
+
+/* watch.c */
+void _cca_watch_locked(cca_allocator_t *a);
+void _cca_watch_deliver(cca_allocator_t *a);
+void _cca_watch_destroy(cca_allocator_t *a);
+
+/* oom.c */
+void _cca_oom_destroy(cca_allocator_t *a);
+
+#endif /* CCA_STATS_INTERNAL_H */

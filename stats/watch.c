@@ -1,0 +1,252 @@
+/* watch.c - threshold watches and measurement scopes. Both are observed
+ * under the lock at the end of each cca_malloc, cca_free and
+ * cca_empty_cache (the core calls _cca_hooks_locked only while the hooks
+ * flag is set, so an allocator without watches pays one load). Crossings go
+ * to a per-thread queue and are delivered by the same thread after unlock. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stats_internal.h"
+
+typedef struct threshold {
+    uint64_t id;
+    cca_watch_fn fn;
+    void *arg;
+    size_t bytes;
+    cca_watch_kind_t which;
+    bool above;                                       /* the figure was > bytes when last seen */
+} threshold_t;
+
+typedef struct scope { uint64_t token; cca_scope_result_t r; } scope_t;
+
+struct cca_watch_state {
+    threshold_t *th;
+    size_t n_th, cap_th;
+    scope_t *sc;
+    size_t n_sc, cap_sc;
+    uint64_t next_id;                                 /* ids and tokens share it: never confused */
+    int64_t last_count, last_bytes;                   /* allocation / allocated_bytes current, last seen */
+};
+
+typedef struct crossing {
+    uint64_t alloc_id, watch_id;
+    cca_watch_fn fn;
+    void *arg;
+    size_t threshold, now;
+    cca_watch_kind_t which;
+    int rising;
+} crossing_t;
+
+/* This thread's crossings awaiting delivery, across allocators. */
+static _Thread_local struct { crossing_t *q; size_t n, cap; } tq;
+static pthread_key_t tq_key;                          /* frees the queue at thread exit */
+static pthread_once_t tq_once = PTHREAD_ONCE_INIT;
+
+static void tq_key_make(void) { pthread_key_create(&tq_key, free); }
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    size_t n = *cap ? *cap * 2 : 8;
+    while (n < need) n *= 2;
+    void *q = realloc(p, n * elem);
+    if (q) *cap = n;
+    return q;
+}
+
+/* Queues a crossing; dropped only if host memory runs out. */
+static void tq_push(const crossing_t *c)
+{
+    crossing_t *q = grow(tq.q, &tq.cap, tq.n + 1, sizeof *q);
+    if (!q) return;
+    if (q != tq.q) {
+        pthread_once(&tq_once, tq_key_make);
+        pthread_setspecific(tq_key, q);
+        tq.q = q;
+    }
+    tq.q[tq.n++] = *c;
+}
+
+/* Takes this thread's oldest crossing for allocator alloc_id. */
+static bool tq_take(uint64_t alloc_id, crossing_t *out)
+{
+    for (size_t i = 0; i < tq.n; i++) {
+        if (tq.q[i].alloc_id != alloc_id) continue;
+        *out = tq.q[i];
+        memmove(&tq.q[i], &tq.q[i + 1], (tq.n - i - 1) * sizeof *tq.q);
+        tq.n--;
+        return true;
+    }
+    return false;
+}
+
+static inline size_t figure(const cca_allocator_t *a, cca_watch_kind_t which)
+{
+    const cca_stat_t *s = which == CCA_WATCH_RESERVED ? a->stats.reserved_bytes : a->stats.allocated_bytes;
+    return (size_t)s[CCA_POOL_ALL].current;
+}
+
+/* Crossings of one call go in the order the figure passed them: upward
+ * through the lower thresholds first, downward through the higher ones. */
+static void sort_crossings(crossing_t *c, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        crossing_t x = c[i];
+        size_t j = i;
+        while (j > 0 && (x.rising ? x.threshold < c[j - 1].threshold : x.threshold > c[j - 1].threshold)) {
+            c[j] = c[j - 1];
+            j--;
+        }
+        c[j] = x;
+    }
+}
+
+static void detect(cca_allocator_t *a, cca_watch_kind_t which)
+{
+    struct cca_watch_state *w = a->watch;
+    size_t now = figure(a, which), first = tq.n;
+    for (size_t i = 0; i < w->n_th; i++) {
+        threshold_t *t = &w->th[i];
+        if (t->which != which || (now > t->bytes) == t->above) continue;
+        t->above = now > t->bytes;
+        tq_push(&(crossing_t){ a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
+    }
+    sort_crossings(tq.q + first, tq.n - first);
+}
+
+static void update_scopes(cca_allocator_t *a)
+{
+    struct cca_watch_state *w = a->watch;
+    int64_t count = a->stats.allocation[CCA_POOL_ALL].current, bytes = a->stats.allocated_bytes[CCA_POOL_ALL].current;
+    int64_t dc = count - w->last_count, db = bytes - w->last_bytes;   /* one call: one malloc or one free */
+    w->last_count = count;
+    w->last_bytes = bytes;
+    size_t alloc = figure(a, CCA_WATCH_ALLOCATED), res = figure(a, CCA_WATCH_RESERVED);
+    for (size_t i = 0; i < w->n_sc; i++) {
+        cca_scope_result_t *r = &w->sc[i].r;
+        if (alloc > r->peak_allocated) r->peak_allocated = alloc;
+        if (res > r->peak_reserved) r->peak_reserved = res;
+        if (db > 0) { r->allocated_bytes += (size_t)db; r->allocations += (uint64_t)dc; }
+        if (db < 0) { r->freed_bytes += (size_t)-db; r->frees += (uint64_t)-dc; }
+    }
+}
+
+void _cca_watch_locked(cca_allocator_t *a)
+{
+    update_scopes(a);
+    if (!a->watch->n_th) return;
+    detect(a, CCA_WATCH_RESERVED);                    /* a segment is obtained before a block is taken from it */
+    detect(a, CCA_WATCH_ALLOCATED);
+}
+
+static bool alive(cca_allocator_t *a, uint64_t id)
+{
+    bool found = false;
+    _cca_lock(&a->lock);
+    for (size_t i = 0; a->watch && i < a->watch->n_th && !found; i++) found = a->watch->th[i].id == id;
+    _cca_unlock(&a->lock);
+    return found;
+}
+
+void _cca_watch_deliver(cca_allocator_t *a)
+{
+    crossing_t c;
+    while (tq.n && tq_take(a->id, &c))               /* a callback may queue more: still in order */
+        if (alive(a, c.watch_id)) c.fn(c.arg, c.which, c.now, c.rising);
+}
+
+void _cca_watch_destroy(cca_allocator_t *a)
+{
+    if (!a->watch) return;
+    free(a->watch->th);
+    free(a->watch->sc);
+    free(a->watch);
+    a->watch = NULL;
+}
+
+/* Under the lock: the state exists and its last-seen figures are current. */
+static struct cca_watch_state *state(cca_allocator_t *a)
+{
+    if (!a->watch && !(a->watch = calloc(1, sizeof *a->watch))) return NULL;
+    a->watch->last_count = a->stats.allocation[CCA_POOL_ALL].current;
+    a->watch->last_bytes = a->stats.allocated_bytes[CCA_POOL_ALL].current;
+    return a->watch;
+}
+
+static void set_flag(cca_allocator_t *a)
+{
+    if (a->watch && (a->watch->n_th || a->watch->n_sc)) atomic_fetch_or(&a->hooks, CCA_HOOK_WATCH);
+    else atomic_fetch_and(&a->hooks, ~CCA_HOOK_WATCH);
+}
+
+cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
+                                 cca_watch_fn fn, void *arg, uint64_t *id)
+{
+    if (!a || !fn || !id)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
+    if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: unknown kind %d", (int)which);
+    _cca_lock(&a->lock);
+    struct cca_watch_state *w = state(a);
+    threshold_t *th = w ? grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
+    if (!th) {
+        _cca_unlock(&a->lock);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
+    }
+    w->th = th;
+    *id = ++w->next_id;
+    th[w->n_th++] = (threshold_t){ *id, fn, arg, bytes, which, figure(a, which) > bytes };
+    set_flag(a);
+    _cca_unlock(&a->lock);
+    return CCA_OK;
+}
+
+cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
+    _cca_lock(&a->lock);
+    struct cca_watch_state *w = a->watch;
+    size_t i = 0;
+    while (w && i < w->n_th && w->th[i].id != id) i++;
+    bool found = w && i < w->n_th;
+    if (found) memmove(&w->th[i], &w->th[i + 1], (--w->n_th - i) * sizeof *w->th);
+    set_flag(a);
+    _cca_unlock(&a->lock);
+    return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
+}
+
+cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
+{
+    if (!a || !token) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
+    _cca_lock(&a->lock);
+    struct cca_watch_state *w = state(a);
+    scope_t *sc = w ? grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
+    if (!sc) {
+        _cca_unlock(&a->lock);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
+    }
+    w->sc = sc;
+    *token = ++w->next_id;
+    sc[w->n_sc++] = (scope_t){ *token, { .peak_allocated = figure(a, CCA_WATCH_ALLOCATED),
+                                         .peak_reserved = figure(a, CCA_WATCH_RESERVED) } };
+    set_flag(a);
+    _cca_unlock(&a->lock);
+    return CCA_OK;
+}
+
+cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
+    _cca_lock(&a->lock);
+    struct cca_watch_state *w = a->watch;
+    size_t i = 0;
+    while (w && i < w->n_sc && w->sc[i].token != token) i++;
+    bool found = w && i < w->n_sc;
+    if (found) {
+        if (out) *out = w->sc[i].r;
+        w->sc[i] = w->sc[--w->n_sc];
+    }
+    set_flag(a);
+    _cca_unlock(&a->lock);
+    return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
+}

@@ -1,0 +1,301 @@
+/* test_accounting_oom.c - the OOM report on constructed states of a small
+ * simulated device: each verdict with its exact figures and advice, the
+ * cache state as the request found it, the callback (outside the lock, on
+ * the failing thread) and the text. */
+#include <pthread.h>
+#include "acct_util.h"
+
+static void setup(void) { cca_sim_reset(); }
+TestSuite(oom_report, .init = setup, .timeout = 30);
+
+static cca_oom_report_t oom_of(cca_allocator_t *a, size_t size)
+{
+    void *p = (void *)1;
+    cr_assert_eq(cca_malloc(a, &p, size, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_null(p);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    return r;
+}
+
+static char *text_of(const cca_oom_report_t *r)
+{
+    static char buf[1024];
+    size_t n = cca_oom_report_format(r, buf, sizeof buf);
+    cr_assert_lt(n, sizeof buf);
+    cr_assert_eq(strlen(buf), n);
+    return buf;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* 61 MiB device; three 20 MiB segments cut into 2 MiB blocks, every other
+ * one freed: 30 MiB cached in 15 separate 2 MiB holes, 1 MiB left on the device. */
+static void **fragment(cca_allocator_t *a)
+{
+    cca_sim_set_capacity(0, 61 * MiB);
+    void **p = calloc(30, sizeof *p);
+    for (int i = 0; i < 30; i++) p[i] = alloc_ok(a, 2 * MiB, NULL);
+    for (int i = 0; i < 30; i += 2) free_ok(a, p[i]);
+    return p;
+}
+
+Test(oom_report, none_before_the_first_oom)
+{
+    cca_allocator_t *a = make_alloc("");
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_NONE);
+    cr_assert_str_eq(text_of(&r), "cca: no out-of-memory on device 0\n");
+    cr_assert_eq(cca_last_oom_report(a, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_last_oom_report(NULL, &r), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_set_oom_callback(NULL, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_oom_report_format(NULL, NULL, 0), 0);
+    cr_assert_str_eq(cca_oom_verdict_string(CCA_OOM_FRAGMENTED), "fragmented");
+    cr_assert_str_eq(cca_oom_verdict_string((cca_oom_verdict_t)99), "unknown");
+    finish(a);
+}
+
+Test(oom_report, scattered_holes_are_fragmented)
+{
+    cca_allocator_t *a = make_alloc("");
+    void **p = fragment(a);
+    cca_oom_report_t r = oom_of(a, 4 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_FRAGMENTED, "verdict %s", cca_oom_verdict_string(r.verdict));
+    cr_assert_eq(r.requested, 4 * MiB);
+    cr_assert_eq(r.rounded, 4 * MiB);
+    cr_assert_eq(r.segment_size, 20 * MiB);
+    cr_assert_eq(r.pool, CCA_POOL_LARGE);
+    cr_assert_eq(r.device_total, 61 * MiB);
+    cr_assert_eq(r.device_free, 1 * MiB);
+    cr_assert_eq(r.external, 0);
+    cr_assert_eq(r.cap, 0);
+    cr_assert_eq(r.reserved, 60 * MiB);
+    cr_assert_eq(r.allocated, 30 * MiB);
+    cr_assert_eq(r.free_cached_before, 30 * MiB);
+    cr_assert_eq(r.largest_free_before, 2 * MiB);
+    cr_assert_eq(r.free_cached, 30 * MiB);
+    cr_assert_eq(r.largest_free, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 2 * MiB);
+    cr_assert_eq(r.shortfall, 0);
+    cr_assert(r.device_refused && !r.cap_refused);
+    cr_assert_eq(r.seq, 1);
+    cr_assert_str_eq(r.advice, "30.00 MiB were cached free but the largest block was 2.00 MiB: the largest request "
+                               "that fits now is 2.00 MiB; free the allocations between free blocks, or allocate "
+                               "long-lived buffers first");
+    char *t = text_of(&r);
+    cr_assert_eq(lines(t), 3, "%s", t);
+    ASSERT_HAS(t, "cca: out of memory on device 0: 4.00 MiB requested (4.00 MiB rounded, large pool, stream 0): fragmented\n");
+    ASSERT_HAS(t, "device 61.00 MiB total, 1.00 MiB free, 0 B outside cca; cap none; reserved 60.00 MiB, allocated 30.00 MiB; "
+                  "at the request 30.00 MiB cached free, largest free block 2.00 MiB\n");
+    ASSERT_HAS(t, "advice: 30.00 MiB were cached free");
+    free_ok(a, alloc_ok(a, 2 * MiB, NULL));          /* the advice holds: 2 MiB fits now */
+    r = oom_of(a, 2 * MiB + 512);
+    cr_assert_eq(r.seq, 2);
+    for (int i = 1; i < 30; i += 2) free_ok(a, p[i]);
+    free(p);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_ooms, 2);
+    finish(a);
+}
+
+Test(oom_report, lean_preset_reports_the_smallest_segment_tried)
+{
+    cca_allocator_t *a = make_alloc("preset:lean");
+    void **p = fragment(a);
+    cca_oom_report_t r = oom_of(a, 4 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_FRAGMENTED);
+    cr_assert_eq(r.segment_size, 4 * MiB, "the core fell back to a segment of the request's size");
+    cr_assert_eq(r.device_free, 1 * MiB);
+    cr_assert_eq(r.largest_free_before, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 2 * MiB);
+    for (int i = 1; i < 30; i += 2) free_ok(a, p[i]);
+    free(p);
+    finish(a);
+}
+
+Test(oom_report, new_segment_larger_than_device_free_is_fragmented)
+{
+    cca_sim_set_capacity(0, 30 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 12 * MiB, NULL);           /* a segment of its own: 18 MiB stay free */
+    cca_oom_report_t r = oom_of(a, 8 * MiB);          /* takes a 20 MiB segment */
+    cr_assert_eq(r.verdict, CCA_OOM_FRAGMENTED);
+    cr_assert_eq(r.device_free, 18 * MiB);
+    cr_assert_eq(r.free_cached_before, 0);
+    cr_assert_eq(r.largest_fit, 18 * MiB);
+    cr_assert_str_eq(r.advice, "a request of 8.00 MiB takes a new 20.00 MiB segment but only 18.00 MiB can be added: "
+                               "the largest request that fits now is 18.00 MiB");
+    free_ok(a, alloc_ok(a, 18 * MiB, NULL));
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(oom_report, live_allocations_fill_the_device_exhausted)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p[3];
+    for (int i = 0; i < 3; i++) p[i] = alloc_ok(a, 20 * MiB, NULL);
+    cca_oom_report_t r = oom_of(a, 8 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED);
+    cr_assert_eq(r.device_free, 4 * MiB);
+    cr_assert_eq(r.reserved, 60 * MiB);
+    cr_assert_eq(r.allocated, 60 * MiB);
+    cr_assert_eq(r.free_cached_before, 0);
+    cr_assert_eq(r.external, 0);
+    cr_assert_eq(r.shortfall, 4 * MiB);
+    cr_assert_eq(r.largest_fit, 1 * MiB, "a 1 MiB request gets a 2 MiB small segment");
+    cr_assert_str_eq(r.advice, "free at least 4.00 MiB of live allocations or lower the batch size; "
+                               "the largest request that fits now is 1.00 MiB");
+    free_ok(a, alloc_ok(a, 1 * MiB, NULL));
+    for (int i = 0; i < 3; i++) free_ok(a, p[i]);
+    finish(a);
+}
+
+Test(oom_report, figures_before_release_and_retry)
+{
+    cca_sim_set_capacity(0, 41 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 8 * MiB, NULL));          /* leaves a free 20 MiB segment cached */
+    cca_oom_report_t r = oom_of(a, 42 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED);
+    cr_assert_eq(r.free_cached_before, 20 * MiB, "as the request found the cache");
+    cr_assert_eq(r.largest_free_before, 20 * MiB);
+    cr_assert_eq(r.reserved_before, 20 * MiB);
+    cr_assert_eq(r.free_cached, 0, "release-and-retry emptied it");
+    cr_assert_eq(r.reserved, 0);
+    cr_assert_eq(r.device_free, 41 * MiB);
+    cr_assert_eq(r.shortfall, 1 * MiB);
+    cr_assert_eq(r.largest_fit, 40 * MiB);
+    cr_assert_str_eq(r.advice, "the request needs a 42.00 MiB segment, more than the device's total 41.00 MiB: "
+                               "split it or lower the batch size");
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_alloc_retries, 1);
+    finish(a);
+}
+
+Test(oom_report, cap_refuses_while_device_has_room)
+{
+    cca_allocator_t *a = make_alloc("memory_limit_mb:40");
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    cca_oom_report_t r = oom_of(a, 12 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_CAP);
+    cr_assert(r.cap_refused && !r.device_refused);
+    cr_assert_eq(r.cap, 40 * MiB);
+    cr_assert_eq(r.segment_size, 12 * MiB);
+    cr_assert_eq(r.device_free, 80 * GiB - 30 * MiB);
+    cr_assert_eq(r.shortfall, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 10 * MiB);
+    cr_assert_str_eq(r.advice, "raise the cap by at least 2.00 MiB to 42.00 MiB (memory_limit_mb:42), the device has "
+                               "79.97 GiB free; the largest request that fits under the cap now is 10.00 MiB");
+    free_ok(a, alloc_ok(a, 10 * MiB, NULL));
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(oom_report, memory_outside_cca_is_external)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    void *outside = NULL;
+    cr_assert_eq(cudaMalloc(&outside, 60 * MiB), cudaSuccess);
+    cca_allocator_t *a = make_alloc("");
+    cca_oom_report_t r = oom_of(a, 8 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_EXTERNAL);
+    cr_assert_eq(r.external, 60 * MiB);
+    cr_assert_eq(r.device_free, 4 * MiB);
+    cr_assert_eq(r.reserved, 0);
+    cr_assert_eq(r.shortfall, 16 * MiB);
+    cr_assert_eq(r.largest_fit, 1 * MiB);
+    cr_assert_str_eq(r.advice, "60.00 MiB of the device is held outside cca (another process or library): free at "
+                               "least 16.00 MiB of it for the new 20.00 MiB segment; the largest request that fits now is 1.00 MiB");
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "the report's cudaMemGetInfo left no error");
+    cr_assert_eq(cudaFree(outside), cudaSuccess);
+    free_ok(a, alloc_ok(a, 8 * MiB, NULL));
+    finish(a);
+}
+
+Test(oom_report, huge_request_is_exhausted_not_overflow)
+{
+    cca_allocator_t *a = make_alloc("");
+    cca_oom_report_t r = oom_of(a, SIZE_MAX - 10);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED);
+    ASSERT_HAS(r.advice, "more than the device's total 80.00 GiB");
+    finish(a);
+}
+
+typedef struct cb_state {
+    cca_allocator_t *a;
+    int calls;
+    cca_oom_report_t last;
+    pthread_t thread;
+    int64_t ooms_seen;
+} cb_state_t;
+
+static void on_oom(const cca_oom_report_t *r, void *arg)
+{
+    cb_state_t *c = arg;
+    c->calls++;
+    c->last = *r;
+    c->thread = pthread_self();
+    cca_stats_t s;
+    cr_assert_eq(cca_get_stats(c->a, &s), CCA_OK, "the lock is not held in the callback");
+    c->ooms_seen = s.num_ooms;
+}
+
+static void *oom_in_thread(void *arg)
+{
+    cb_state_t *c = arg;
+    void *p;
+    cr_assert_eq(cca_malloc(c->a, &p, 12 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(c->calls, 2, "delivered before cca_malloc returns");
+    cr_assert(pthread_equal(c->thread, pthread_self()), "delivered on the failing thread");
+    return NULL;
+}
+
+Test(oom_report, callback_runs_outside_the_lock_on_the_failing_thread)
+{
+    cca_allocator_t *a = make_alloc("memory_limit_mb:40");
+    cb_state_t c = { .a = a };
+    cr_assert_eq(cca_set_oom_callback(a, on_oom, &c), CCA_OK);
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    cr_assert_eq(c.calls, 0);
+    void *q;
+    cr_assert_eq(cca_malloc(a, &q, 12 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(c.calls, 1);
+    cr_assert_eq(c.last.verdict, CCA_OOM_CAP);
+    cr_assert_eq(c.last.seq, 1);
+    cr_assert_eq(c.ooms_seen, 1);
+    cr_assert(pthread_equal(c.thread, pthread_self()));
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, oom_in_thread, &c), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    cr_assert_eq(c.last.seq, 2);
+    cr_assert_eq(cca_set_oom_callback(a, NULL, NULL), CCA_OK);
+    cr_assert_eq(cca_malloc(a, &q, 12 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(c.calls, 2, "no callback once removed");
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.seq, 3, "still kept as the last report");
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(oom_report, format_truncates_like_snprintf)
+{
+    cca_allocator_t *a = make_alloc("memory_limit_mb:40");
+    cca_oom_report_t r = oom_of(a, 50 * MiB);
+    char full[1024], small[40];
+    size_t n = cca_oom_report_format(&r, full, sizeof full);
+    cr_assert_eq(cca_oom_report_format(&r, small, sizeof small), n);
+    cr_assert_eq(strlen(small), sizeof small - 1);
+    cr_assert_eq(strncmp(small, full, sizeof small - 1), 0);
+    cr_assert_eq(cca_oom_report_format(&r, NULL, 0), n);
+    ASSERT_HAS(full, "): cap\n");
+    finish(a);
+}

@@ -1,0 +1,328 @@
+/* test_accounting_watch.c - threshold watches (crossings counted exactly,
+ * in order, on the causing thread, outside the lock) and measurement scopes
+ * (nested, overlapping across threads), and the hooks flag they leave. */
+#include <pthread.h>
+#include "acct_util.h"
+#include "internal.h"
+
+static void setup(void) { cca_sim_reset(); }
+TestSuite(watch, .init = setup, .timeout = 30);
+
+typedef struct event { int tag; cca_watch_kind_t which; size_t now; int rising; pthread_t thread; } event_t;
+
+typedef struct log {
+    cca_allocator_t *a;
+    event_t ev[64];
+    int n;
+    void *extra;                                      /* allocated from inside a callback */
+} log_t;
+
+typedef struct tag { log_t *log; int tag; } tag_t;
+
+static void on_cross(void *arg, cca_watch_kind_t which, size_t now, int rising)
+{
+    tag_t *t = arg;
+    cr_assert_lt(t->log->n, 64);
+    t->log->ev[t->log->n++] = (event_t){ t->tag, which, now, rising, pthread_self() };
+    cca_stats_t s;
+    cr_assert_eq(cca_get_stats(t->log->a, &s), CCA_OK, "the lock is not held in the callback");
+}
+
+static void expect(const log_t *l, int i, int tag, int rising, size_t now)
+{
+    cr_assert_lt(i, l->n, "event %d missing (%d events)", i, l->n);
+    cr_assert_eq(l->ev[i].tag, tag, "event %d: tag %d, expected %d", i, l->ev[i].tag, tag);
+    cr_assert_eq(l->ev[i].rising, rising, "event %d: rising %d", i, l->ev[i].rising);
+    cr_assert_eq(l->ev[i].now, now, "event %d: now %zu, expected %zu", i, l->ev[i].now, now);
+}
+
+Test(watch, threshold_crossings_counted_exactly)
+{
+    cca_allocator_t *a = make_alloc("");
+    log_t l = { .a = a };
+    tag_t t = { &l, 1 };
+    uint64_t id;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 10 * MiB, on_cross, &t, &id), CCA_OK);
+    void *p[3];
+    for (int i = 0; i < 3; i++) p[i] = alloc_ok(a, 4 * MiB, NULL);   /* 4, 8, 12 MiB */
+    cr_assert_eq(l.n, 1);
+    expect(&l, 0, 1, 1, 12 * MiB);
+    cr_assert_eq(l.ev[0].which, CCA_WATCH_ALLOCATED);
+    free_ok(a, p[2]);                                 /* 8 MiB */
+    expect(&l, 1, 1, 0, 8 * MiB);
+    p[2] = alloc_ok(a, 2 * MiB, NULL);                /* exactly 10 MiB: not above */
+    cr_assert_eq(l.n, 2);
+    void *q = alloc_ok(a, 512, NULL);
+    expect(&l, 2, 1, 1, 10 * MiB + 512);
+    free_ok(a, q);
+    for (int i = 0; i < 3; i++) free_ok(a, p[i]);
+    cr_assert_eq(l.n, 4);
+    expect(&l, 3, 1, 0, 10 * MiB);
+    cr_assert_eq(cca_unwatch(a, id), CCA_OK);
+    free_ok(a, alloc_ok(a, 20 * MiB, NULL));
+    cr_assert_eq(l.n, 4, "nothing after cca_unwatch");
+    finish(a);
+}
+
+Test(watch, crossings_delivered_in_the_order_they_happened)
+{
+    cca_allocator_t *a = make_alloc("");
+    log_t l = { .a = a };
+    tag_t t[4] = { { &l, 3 }, { &l, 5 }, { &l, 1 }, { &l, 10 } };
+    size_t at[4] = { 3 * MiB, 5 * MiB, 1 * MiB, 10 * MiB };
+    uint64_t id[4];
+    for (int i = 0; i < 3; i++) cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, at[i], on_cross, &t[i], &id[i]), CCA_OK);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, at[3], on_cross, &t[3], &id[3]), CCA_OK);
+    void *p = alloc_ok(a, 6 * MiB, NULL);             /* a 20 MiB segment first, then the block */
+    cr_assert_eq(l.n, 4);
+    expect(&l, 0, 10, 1, 20 * MiB);
+    cr_assert_eq(l.ev[0].which, CCA_WATCH_RESERVED);
+    expect(&l, 1, 1, 1, 6 * MiB);
+    expect(&l, 2, 3, 1, 6 * MiB);
+    expect(&l, 3, 5, 1, 6 * MiB);
+    free_ok(a, p);
+    expect(&l, 4, 5, 0, 0);
+    expect(&l, 5, 3, 0, 0);
+    expect(&l, 6, 1, 0, 0);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    cr_assert_eq(l.n, 8);
+    expect(&l, 7, 10, 0, 0);
+    for (int i = 0; i < 4; i++) cr_assert_eq(cca_unwatch(a, id[i]), CCA_OK);
+    finish(a);
+}
+
+static void allocate_more(void *arg, cca_watch_kind_t which, size_t now, int rising)
+{
+    on_cross(arg, which, now, rising);
+    tag_t *t = arg;
+    if (rising && !t->log->extra) t->log->extra = alloc_ok(t->log->a, 4 * MiB, NULL);
+}
+
+Test(watch, callback_may_allocate_and_cross_again)
+{
+    cca_allocator_t *a = make_alloc("");
+    log_t l = { .a = a };
+    tag_t first = { &l, 1 }, second = { &l, 2 };
+    uint64_t id1, id2;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 1 * MiB, allocate_more, &first, &id1), CCA_OK);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 5 * MiB, on_cross, &second, &id2), CCA_OK);
+    void *p = alloc_ok(a, 2 * MiB, NULL);
+    cr_assert_eq(l.n, 2);
+    expect(&l, 0, 1, 1, 2 * MiB);
+    expect(&l, 1, 2, 1, 6 * MiB);
+    free_ok(a, l.extra);
+    free_ok(a, p);
+    cr_assert_eq(l.n, 4);
+    expect(&l, 2, 2, 0, 2 * MiB);
+    expect(&l, 3, 1, 0, 0);
+    finish(a);
+}
+
+static void *alloc_30(void *arg)
+{
+    log_t *l = arg;
+    free_ok(l->a, alloc_ok(l->a, 30 * MiB, NULL));
+    return NULL;
+}
+
+Test(watch, delivered_on_the_thread_that_crossed)
+{
+    cca_allocator_t *a = make_alloc("");
+    log_t l = { .a = a };
+    tag_t t = { &l, 7 };
+    uint64_t id;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 16 * MiB, on_cross, &t, &id), CCA_OK);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, alloc_30, &l), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    cr_assert_eq(l.n, 2);
+    cr_assert(pthread_equal(l.ev[0].thread, th) && pthread_equal(l.ev[1].thread, th));
+    cr_assert_eq(cca_unwatch(a, id), CCA_OK);
+    finish(a);
+}
+
+Test(watch, nested_scopes_peaks_and_totals)
+{
+    cca_allocator_t *a = make_alloc("");
+    uint64_t outer, inner;
+    cr_assert_eq(cca_scope_begin(a, &outer), CCA_OK);
+    void *p8 = alloc_ok(a, 8 * MiB, NULL);            /* allocated 8, reserved 20 */
+    cr_assert_eq(cca_scope_begin(a, &inner), CCA_OK);
+    cr_assert_neq(inner, outer);
+    void *p16 = alloc_ok(a, 16 * MiB, NULL);          /* allocated 24, reserved 36 */
+    free_ok(a, p16);
+    cca_scope_result_t r;
+    cr_assert_eq(cca_scope_end(a, inner, &r), CCA_OK);
+    cr_assert_eq(r.peak_allocated, 24 * MiB);
+    cr_assert_eq(r.peak_reserved, 36 * MiB);
+    cr_assert_eq(r.allocated_bytes, 16 * MiB);
+    cr_assert_eq(r.allocations, 1);
+    cr_assert_eq(r.freed_bytes, 16 * MiB);
+    cr_assert_eq(r.frees, 1);
+    cr_assert_eq(cca_reset_accumulated_stats(a), CCA_OK);   /* scopes keep their own totals */
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);               /* reserved 20 */
+    void *p1 = alloc_ok(a, 1 * MiB, NULL);                  /* small: reserved 22, allocated 9 */
+    uint64_t late;
+    cr_assert_eq(cca_scope_begin(a, &late), CCA_OK);
+    free_ok(a, p1);
+    cr_assert_eq(cca_scope_end(a, outer, &r), CCA_OK);
+    cr_assert_eq(r.peak_allocated, 24 * MiB);
+    cr_assert_eq(r.peak_reserved, 36 * MiB);
+    cr_assert_eq(r.allocated_bytes, 25 * MiB);
+    cr_assert_eq(r.allocations, 3);
+    cr_assert_eq(r.freed_bytes, 17 * MiB);
+    cr_assert_eq(r.frees, 2);
+    cr_assert_eq(cca_scope_end(a, late, &r), CCA_OK);
+    cr_assert_eq(r.peak_allocated, 9 * MiB, "a scope's peak starts at the figures of its begin");
+    cr_assert_eq(r.peak_reserved, 22 * MiB);
+    cr_assert_eq(r.allocations, 0);
+    cr_assert_eq(r.frees, 1);
+    cr_assert_eq(cca_scope_end(a, outer, &r), CCA_ERROR_INVALID_ARGUMENT, "closed already");
+    free_ok(a, p8);
+    finish(a);
+}
+
+typedef struct overlap { cca_allocator_t *a; uint64_t token; pthread_barrier_t *go; } overlap_t;
+
+static void *scope_thread(void *arg)
+{
+    overlap_t *o = arg;
+    cr_assert_eq(cca_scope_begin(o->a, &o->token), CCA_OK);
+    pthread_barrier_wait(o->go);                      /* the main thread allocates now */
+    pthread_barrier_wait(o->go);
+    return NULL;
+}
+
+Test(watch, scopes_overlap_across_threads)
+{
+    cca_allocator_t *a = make_alloc("");
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    overlap_t o = { a, 0, &go };
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, scope_thread, &o), 0);
+    pthread_barrier_wait(&go);
+    uint64_t mine;
+    cr_assert_eq(cca_scope_begin(a, &mine), CCA_OK);
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    cca_scope_result_t r;
+    cr_assert_eq(cca_scope_end(a, mine, &r), CCA_OK);
+    free_ok(a, p);
+    pthread_barrier_wait(&go);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    cr_assert_eq(r.peak_allocated, 30 * MiB);
+    cr_assert_eq(cca_scope_end(a, o.token, &r), CCA_OK, "a scope may end on another thread");
+    cr_assert_eq(r.peak_allocated, 30 * MiB, "the peak counts every thread");
+    cr_assert_eq(r.peak_reserved, 30 * MiB);
+    cr_assert_eq(r.allocations, 1);
+    cr_assert_eq(r.frees, 1);
+    pthread_barrier_destroy(&go);
+    finish(a);
+}
+
+static int hooks_of(cca_allocator_t *a) { return atomic_load(&a->hooks); }
+
+static void noop(void *arg, cca_watch_kind_t which, size_t now, int rising) { (void)arg; (void)which; (void)now; (void)rising; }
+static void noop_oom(const cca_oom_report_t *r, void *arg) { (void)r; (void)arg; }
+
+Test(watch, hooks_flag_only_while_something_watches)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(hooks_of(a), 0);
+    uint64_t id, tok;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, 1, noop, NULL, &id), CCA_OK);
+    cr_assert_eq(cca_scope_begin(a, &tok), CCA_OK);
+    cr_assert_eq(cca_set_oom_callback(a, noop_oom, NULL), CCA_OK);
+    cr_assert_neq(hooks_of(a), 0);
+    cr_assert_eq(cca_unwatch(a, id), CCA_OK);
+    cr_assert_eq(cca_scope_end(a, tok, NULL), CCA_OK);
+    cr_assert_eq(hooks_of(a), 0, "an OOM callback needs no hook: the OOM path delivers it");
+    cr_assert_eq(cca_set_oom_callback(a, NULL, NULL), CCA_OK);
+    cr_assert_eq(hooks_of(a), 0);
+    finish(a);
+}
+
+Test(watch, bad_input_leaves_allocator_usable)
+{
+    cca_allocator_t *a = make_alloc("");
+    uint64_t id;
+    cr_assert_eq(cca_watch_threshold(NULL, CCA_WATCH_ALLOCATED, 1, noop, NULL, &id), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 1, NULL, NULL, &id), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 1, noop, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch_threshold(a, (cca_watch_kind_t)7, 1, noop, NULL, &id), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_unwatch(a, 12345), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_unwatch(NULL, 1), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_scope_begin(a, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_scope_begin(NULL, &id), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_scope_end(a, 99, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    uint64_t tok;
+    cr_assert_eq(cca_scope_begin(a, &tok), CCA_OK);
+    cr_assert_eq(cca_unwatch(a, tok), CCA_ERROR_INVALID_ARGUMENT, "a scope token is not a watch id");
+    cr_assert_eq(cca_scope_end(a, tok, NULL), CCA_OK);
+    cr_assert_eq(hooks_of(a), 0);
+    free_ok(a, alloc_ok(a, 100, NULL));
+    finish(a);
+}
+
+typedef struct churn { cca_allocator_t *a; uint64_t seed; int mallocs, frees; } churn_t;
+
+static void *churn_thread(void *arg)
+{
+    churn_t *c = arg;
+    void *live[16] = { 0 };
+    for (int i = 0; i < 4000; i++) {
+        c->seed = c->seed * 6364136223846793005ull + 1442695040888963407ull;
+        int slot = (int)(c->seed >> 60);
+        if (live[slot]) {
+            free_ok(c->a, live[slot]);
+            live[slot] = NULL;
+            c->frees++;
+        } else {
+            live[slot] = alloc_ok(c->a, ((c->seed >> 20) % 4096 + 1) * 1024, NULL);
+            c->mallocs++;
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        if (live[i]) { free_ok(c->a, live[i]); c->frees++; }
+    return NULL;
+}
+
+static _Atomic int rises, falls;
+static void count_cross(void *arg, cca_watch_kind_t which, size_t now, int rising)
+{
+    (void)arg; (void)which; (void)now;
+    if (rising) rises++;
+    else falls++;
+}
+
+Test(watch, threads_churning_keep_exact_counts)
+{
+    cca_allocator_t *a = make_alloc("");
+    uint64_t id, tok;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 24 * MiB, count_cross, NULL, &id), CCA_OK);
+    cr_assert_eq(cca_scope_begin(a, &tok), CCA_OK);
+    churn_t c[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (churn_t){ a, (uint64_t)i + 1, 0, 0 };
+        cr_assert_eq(pthread_create(&th[i], NULL, churn_thread, &c[i]), 0);
+    }
+    int mallocs = 0;
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(pthread_join(th[i], NULL), 0);
+        mallocs += c[i].mallocs;
+        cr_assert_eq(c[i].mallocs, c[i].frees);
+    }
+    cca_scope_result_t r;
+    cr_assert_eq(cca_scope_end(a, tok, &r), CCA_OK);
+    cr_assert_eq(r.allocations, (uint64_t)mallocs);
+    cr_assert_eq(r.frees, (uint64_t)mallocs);
+    cr_assert_eq(r.allocated_bytes, r.freed_bytes);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq((int64_t)r.peak_allocated, s.allocated_bytes[CCA_POOL_ALL].peak, "opened before any allocation");
+    cr_assert_eq((int64_t)r.peak_reserved, s.reserved_bytes[CCA_POOL_ALL].peak);
+    cr_assert_gt(rises, 0);
+    cr_assert_eq(rises, falls, "every rise fell back: all memory was freed");
+    cr_assert_eq(cca_unwatch(a, id), CCA_OK);
+    finish(a);
+}
