@@ -62,9 +62,9 @@ static void block_recycle(cca_allocator_t *a, cca_block_t *b)
     a->spare_blocks = b;
 }
 
-static inline cca_block_t **tree_of(cca_block_t *b)
+static inline cca_bins_t *bins_of(cca_block_t *b)
 {
-    return &b->seg->stream->free_root[b->seg->pool];
+    return &b->seg->stream->free[b->seg->pool];
 }
 
 /* ---- device calls on the allocator's device ---------------------------- */
@@ -113,26 +113,26 @@ static void insert_free(cca_allocator_t *a, cca_block_t *b)
     if (pf) split_stat(a, p, -1);
     if (nf) split_stat(a, n, -1);
     if (pf && nf) {                       /* p absorbs b and n */
-        _cca_tree_remove(tree_of(n), n);
+        _cca_bins_remove(bins_of(n), n);
         p->next = n->next;
         if (n->next) n->next->prev = p;
-        _cca_tree_rekey(tree_of(p), p, p, p->size + b->size + n->size);
+        _cca_bins_rekey(bins_of(p), p, p, p->size + b->size + n->size);
         block_recycle(a, b);
         block_recycle(a, n);
         b = p;
     } else if (pf) {                      /* p absorbs b */
         p->next = n;
         if (n) n->prev = p;
-        _cca_tree_rekey(tree_of(p), p, p, p->size + b->size);
+        _cca_bins_rekey(bins_of(p), p, p, p->size + b->size);
         block_recycle(a, b);
         b = p;
     } else if (nf) {                      /* b absorbs n and takes its tree node */
         b->next = n->next;
         if (n->next) n->next->prev = b;
-        _cca_tree_rekey(tree_of(n), n, b, b->size + n->size);
+        _cca_bins_rekey(bins_of(n), n, b, b->size + n->size);
         block_recycle(a, n);
     } else {
-        _cca_tree_insert(tree_of(b), b);
+        _cca_bins_insert(bins_of(b), b);
     }
     b->gc_base = a->gc_searches;
     split_stat(a, b, +1);
@@ -151,7 +151,7 @@ static void free_block(cca_allocator_t *a, cca_block_t *b)
 static cca_block_t *find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
     if (pool == CCA_PLARGE) a->gc_searches++;
-    cca_block_t *b = _cca_tree_lower_bound(st->free_root[pool], size);
+    cca_block_t *b = _cca_bins_best_fit(&st->free[pool], size);
     if (!b || a->cfg.max_split_size == SIZE_MAX) return b;
     size_t msz = a->cfg.max_split_size;
     if (size < msz && b->size >= msz) return NULL;            /* no oversize block for a small request */
@@ -172,13 +172,13 @@ static void take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t r
         r->next = b->next;
         r->state = CCA_BLOCK_FREE;
         r->gc_base = a->gc_searches;
-        _cca_tree_rekey(tree_of(b), b, r, b->size - size);   /* r takes b's place */
+        _cca_bins_rekey(bins_of(b), b, r, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
         split_stat(a, r, +1);
     } else {
-        _cca_tree_remove(tree_of(b), b);
+        _cca_bins_remove(bins_of(b), b);
     }
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;
@@ -236,7 +236,7 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     b->seg = seg;
     b->gc_base = a->gc_searches;
     b->state = CCA_BLOCK_FREE;
-    _cca_tree_insert(&st->free_root[pool], b);
+    _cca_bins_insert(&st->free[pool], b);
     int ps = _cca_pool_stat(pool);
     _cca_stat_add(a->stats.segment, ps, 1);
     _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
@@ -259,7 +259,7 @@ static bool release_segment(cca_allocator_t *a, cca_segment_t *seg)
         _cca_clear_error();
         return false;
     }
-    _cca_tree_remove(&seg->stream->free_root[seg->pool], b);
+    _cca_bins_remove(&seg->stream->free[seg->pool], b);
     int ps = _cca_pool_stat(seg->pool);
     _cca_stat_add(a->stats.segment, ps, -1);
     _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
@@ -294,11 +294,11 @@ static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, si
     size_t msz = a->cfg.max_split_size;
     if (msz == SIZE_MAX || pool != CCA_PLARGE) return false;
     size_t key = size < msz ? msz : size;
-    cca_block_t *b = _cca_tree_lower_bound(st->free_root[pool], key);
+    cca_block_t *b = _cca_bins_best_fit(&st->free[pool], key);
     if (b) return release_segment(a, b->seg);
     size_t released = 0;
     while (released < key) {
-        b = _cca_tree_max(st->free_root[pool]);
+        b = _cca_bins_largest(&st->free[pool]);
         if (!b || b->size < msz) break;
         size_t sz = b->size;
         if (!release_segment(a, b->seg)) break;

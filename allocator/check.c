@@ -22,13 +22,6 @@ static void add(tally_t *t, int pool, int64_t d)
 
 #define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: " __VA_ARGS__); } while (0)
 
-static bool in_tree(cca_block_t *t, const cca_block_t *b)
-{
-    while (t && t != b)
-        t = (b->size < t->size || (b->size == t->size && b->addr < t->addr)) ? t->left : t->right;
-    return t == b;
-}
-
 static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
 {
     int ps = _cca_pool_stat(s->pool);
@@ -38,7 +31,7 @@ static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_
     CHECK(!b->next || b->next->prev == b, "block %#lx: broken neighbour links", (unsigned long)b->addr);
     if (b->state == CCA_BLOCK_FREE) {
         CHECK(!b->next || b->next->state != CCA_BLOCK_FREE, "adjacent free blocks at %#lx not coalesced", (unsigned long)b->addr);
-        CHECK(in_tree(s->stream->free_root[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
+        CHECK(_cca_bins_contains(&s->stream->free[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
         CHECK(b->requested == 0, "free block %#lx has requested bytes", (unsigned long)b->addr);
         w->free_blocks++;
         if (_cca_block_is_split(b)) { add(&w->inactive_split, ps, 1); add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
@@ -110,7 +103,12 @@ static cca_status_t check_locked(cca_allocator_t *a)
     for (cca_segment_t *s = a->segments; s; s = s->next)
         if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
     for (cca_stream_t *s = a->streams; s; s = s->next)
-        for (int p = 0; p < 2; p++) _cca_tree_visit(s->free_root[p], count_tree, &w.tree_blocks);
+        for (int p = 0; p < 2; p++) {
+            size_t before = w.tree_blocks;
+            _cca_bins_visit(&s->free[p], count_tree, &w.tree_blocks);
+            CHECK(w.tree_blocks - before == s->free[p].count, "free-bin count %zu, %zu blocks in the bins",
+                  s->free[p].count, w.tree_blocks - before);
+        }
     CHECK(w.tree_blocks == w.free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w.tree_blocks, w.free_blocks);
     CHECK(w.live_blocks == a->live.count, "%zu allocated blocks, %zu in the address map", w.live_blocks, a->live.count);
     CHECK(w.pending_events == a->n_pending, "%zu events owed by blocks, %zu outstanding", w.pending_events, a->n_pending);

@@ -62,10 +62,25 @@ struct cca_segment {
     cca_segment_t *prev, *next;                       /* allocator's segment list */
 };
 
+/* Size classes of free blocks: exact below 32 KiB (64 classes of 512 B),
+ * then 32 per doubling. */
+#define CCA_BIN_EXACT_BITS 6
+#define CCA_BIN_EXACT (1u << CCA_BIN_EXACT_BITS)
+#define CCA_BIN_SUB_BITS 5
+#define CCA_BIN_SUBS (1u << CCA_BIN_SUB_BITS)
+#define CCA_BIN_COUNT 1280u                            /* covers 2^50 B; at most 64 bitmap words */
+
+typedef struct cca_bins {                             /* free blocks of one stream and pool */
+    uint64_t summary;                                 /* bit w: words[w] != 0 */
+    uint64_t words[CCA_BIN_COUNT / 64];               /* bit i: root[i] != NULL */
+    size_t count;                                     /* free blocks */
+    cca_block_t *root[CCA_BIN_COUNT];                 /* treap by (size, addr) per class */
+} cca_bins_t;
+
 struct cca_stream {
     uint64_t key;                                     /* identity (handle, or per-thread id) */
     cudaStream_t handle;                              /* as the caller named it */
-    cca_block_t *free_root[2];                        /* free blocks by (size, addr), per pool */
+    cca_bins_t free[2];                               /* free blocks, per pool */
     cca_stream_t *next;                               /* allocator's stream list */
 };
 
@@ -126,6 +141,15 @@ cca_block_t *_cca_tree_lower_bound(cca_block_t *root, size_t size);
 cca_block_t *_cca_tree_max(cca_block_t *root);
 typedef void (*cca_tree_visit_fn)(cca_block_t *b, void *arg);
 void         _cca_tree_visit(cca_block_t *root, cca_tree_visit_fn fn, void *arg);
+
+/* bins.c: a stream and pool's free blocks by size class. */
+void         _cca_bins_insert(cca_bins_t *bs, cca_block_t *b);
+void         _cca_bins_remove(cca_bins_t *bs, cca_block_t *b);
+void         _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t new_size);
+cca_block_t *_cca_bins_best_fit(const cca_bins_t *bs, size_t size);   /* smallest (size, addr) >= size */
+cca_block_t *_cca_bins_largest(const cca_bins_t *bs);
+bool         _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b);
+void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg);
 
 /* ptrmap.c */
 bool         _cca_ptrmap_init(cca_ptrmap_t *m);
