@@ -64,10 +64,18 @@ void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t n
         _cca_tree_rekey(&bs->root[from], old, nu, new_size);
         return;
     }
-    _cca_tree_remove(&bs->root[from], old);
+    if (bs->root[from] == old && !old->left && !old->right && !bs->root[to]) {
+        bs->root[from] = NULL;                       /* alone in its class, moving to an empty one */
+        nu->left = nu->right = NULL;
+        nu->prio = old->prio;
+        if (nu != old) old->left = old->right = NULL;
+    } else {
+        _cca_tree_remove(&bs->root[from], old);
+    }
     unmark_if_empty(bs, from);
     nu->size = new_size;
-    _cca_tree_insert(&bs->root[to], nu);
+    if (bs->root[to]) _cca_tree_insert(&bs->root[to], nu);
+    else bs->root[to] = nu;
     mark(bs, to);
 }
 
