@@ -22,7 +22,7 @@ static void add(tally_t *t, int pool, int64_t d)
 
 #define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: " __VA_ARGS__); } while (0)
 
-static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
+static cca_status_t check_block(cca_segment_t *s, cca_block_t *b, walk_t *w)
 {
     int ps = _cca_pool_stat(s->pool);
     CHECK(b->seg == s, "block %#lx points to the wrong segment", (unsigned long)b->addr);
@@ -40,7 +40,7 @@ static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_
     add(&w->active, ps, 1);
     add(&w->active_bytes, ps, (int64_t)b->size);
     if (b->state == CCA_BLOCK_ALLOCATED) {
-        CHECK(_cca_ptrmap_get(&a->live, b->addr) == b, "allocated block %#lx missing from the address map", (unsigned long)b->addr);
+        CHECK(_cca_ptrmap_get(&s->stream->live, b->addr) == b, "allocated block %#lx missing from its stream's address map", (unsigned long)b->addr);
         CHECK(b->requested <= b->size, "block %#lx: requested %zu above its size %zu", (unsigned long)b->addr, b->requested, b->size);
         add(&w->allocation, ps, 1);
         add(&w->allocated_bytes, ps, (int64_t)b->size);
@@ -49,19 +49,19 @@ static cca_status_t check_block(cca_allocator_t *a, cca_segment_t *s, cca_block_
     } else {
         CHECK(b->state == CCA_BLOCK_PENDING && b->event_count > 0, "block %#lx in state %d with %d events",
               (unsigned long)b->addr, b->state, b->event_count);
-        CHECK(_cca_ptrmap_get(&a->live, b->addr) == NULL, "pending block %#lx still in the address map", (unsigned long)b->addr);
+        CHECK(_cca_ptrmap_get(&s->stream->live, b->addr) == NULL, "pending block %#lx still in the address map", (unsigned long)b->addr);
         w->pending_events += (size_t)b->event_count;
     }
     return CCA_OK;
 }
 
-static cca_status_t check_segment(cca_allocator_t *a, cca_segment_t *s, walk_t *w)
+static cca_status_t check_segment(cca_segment_t *s, walk_t *w)
 {
     CHECK(s->first && s->first->addr == s->addr && !s->first->prev, "segment %#lx: bad first block", (unsigned long)s->addr);
     CHECK(!s->next || s->next->prev == s, "segment list broken at %#lx", (unsigned long)s->addr);
     size_t sum = 0;
     for (cca_block_t *b = s->first; b; b = b->next) {
-        cca_status_t st = check_block(a, s, b, w);
+        cca_status_t st = check_block(s, b, w);
         if (st != CCA_OK) return st;
         sum += b->size;
     }
@@ -101,7 +101,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
     walk_t w = { 0 };
     cca_status_t st;
     for (cca_segment_t *s = a->segments; s; s = s->next)
-        if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
+        if ((st = check_segment(s, &w)) != CCA_OK) return st;
     for (cca_stream_t *s = a->streams; s; s = s->next)
         for (int p = 0; p < 2; p++) {
             size_t before = w.tree_blocks;
@@ -110,7 +110,17 @@ static cca_status_t check_locked(cca_allocator_t *a)
                   s->free[p].count, w.tree_blocks - before);
         }
     CHECK(w.tree_blocks == w.free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w.tree_blocks, w.free_blocks);
-    CHECK(w.live_blocks == a->live.count, "%zu allocated blocks, %zu in the address map", w.live_blocks, a->live.count);
+    size_t mapped = 0;
+    for (cca_stream_t *s = a->streams; s; s = s->next) {
+        mapped += s->live.count;
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            const cca_ctr_t *c = &s->ctr[k];
+            CHECK(c->cur[0] <= c->lease[1] && c->cur[1] <= c->lease[2] && c->cur[0] + c->cur[1] <= c->lease[0],
+                  "a stream's figure %d passed its lease", k);
+        }
+    }
+    CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
+    CHECK(a->n_pending == atomic_load(&a->pending_count), "pending count out of step");
     CHECK(w.pending_events == a->n_pending, "%zu events owed by blocks, %zu outstanding", w.pending_events, a->n_pending);
     bool acc = !a->accumulated_reset;
 #define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
@@ -122,8 +132,8 @@ static cca_status_t check_locked(cca_allocator_t *a)
 cca_status_t cca_check(cca_allocator_t *a)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: allocator is NULL");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     cca_status_t s = check_locked(a);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return s;
 }

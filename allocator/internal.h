@@ -1,6 +1,11 @@
 /* internal.h - cca's internal structures and cross-file prototypes, grouped
- * by the file that defines them. Prefix: cca_ public, _cca_ internal. All
- * block, segment and stream state is guarded by the allocator's lock. */
+ * by the file that defines them. Prefix: cca_ public, _cca_ internal.
+ *
+ * Locking: each stream's state (its free bins, its segments' blocks, its
+ * live-address map, its counters) is guarded by the stream's lock; the hot
+ * path takes only that one. Everything else - creating streams and
+ * segments, events, the OOM path, statistics, walks - runs "all locked":
+ * the allocator's lock, then every stream lock in list order. */
 #ifndef CCA_INTERNAL_H
 #define CCA_INTERNAL_H
 
@@ -77,18 +82,45 @@ typedef struct cca_bins {                             /* free blocks of one stre
     cca_block_t *root[CCA_BIN_COUNT];                 /* treap by (size, addr) per class */
 } cca_bins_t;
 
-struct cca_stream {
-    uint64_t key;                                     /* identity (handle, or per-thread id) */
-    cudaStream_t handle;                              /* as the caller named it */
-    cca_bins_t free[2];                               /* free blocks, per pool */
-    cca_stream_t *next;                               /* allocator's stream list */
-};
-
 typedef struct cca_ptrmap {                           /* open addressing, linear probing */
     uintptr_t *keys;                                  /* 0 = empty */
     cca_block_t **vals;
     size_t mask, count;
 } cca_ptrmap_t;
+
+/* The stats kept per stream; the others (segment, reserved_bytes, num_*)
+ * change only all locked. */
+#define CCA_SHARD_STATS(X) X(allocation) X(active) X(inactive_split) X(allocated_bytes) \
+    X(active_bytes) X(inactive_split_bytes) X(requested_bytes)
+enum {
+#define CCA_SHARD_ENUM_(name) CCA_K_##name,
+    CCA_SHARD_STATS(CCA_SHARD_ENUM_)
+#undef CCA_SHARD_ENUM_
+    CCA_NSHARD
+};
+
+/* One stat of one stream. Exact global peaks without a shared write on the
+ * hot path: a stream may raise its figure up to its lease; the leases of all
+ * streams add up to at most the global peak, so the global sum cannot pass
+ * the peak unseen. Passing a lease takes the all-locked path, which updates
+ * the peak exactly and deals the leases anew. */
+typedef struct cca_ctr {
+    int64_t cur[2];                                   /* per pool (CCA_PSMALL, CCA_PLARGE) */
+    int64_t inc[2];                                   /* total increases, per pool */
+    int64_t lease[3];                                 /* CCA_POOL_ALL / SMALL / LARGE */
+    int64_t high[2];                                  /* highest cur seen all locked: its demand */
+} cca_ctr_t;
+
+struct cca_stream {
+    cca_lock_t lock;                                  /* guards everything below but next */
+    uint64_t key;                                     /* identity (handle, or per-thread id) */
+    cudaStream_t handle;                              /* as the caller named it */
+    cca_ctr_t ctr[CCA_NSHARD];
+    cca_ptrmap_t live;                                /* handed-out address -> block */
+    cca_block_t *spare;                               /* recycled block structs (via next) */
+    cca_bins_t free[2];                               /* free blocks, per pool */
+    cca_stream_t *_Atomic next;                       /* allocator's stream list (append only) */
+};
 
 typedef struct cca_pending {                          /* an event a pending block waits for */
     cudaEvent_t event;
@@ -108,23 +140,28 @@ typedef struct cca_oom_ctx {
 } cca_oom_ctx_t;
 
 struct cca_allocator {
-    cca_lock_t lock;
+    cca_lock_t lock;                                  /* first of the all-locked path */
+    bool all_locked;                                  /* set while the all-locked path runs */
     uint64_t id;                                      /* unique per allocator, for thread caches */
     cca_config_t cfg;
     bool plain_rounding;                              /* no roundup_power2_divisions set */
     size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
     size_t device_total;
     size_t reserved_high;                             /* most bytes ever reserved (policies; never reset) */
+    /* While all locked, stats is the exact public view; otherwise only its
+     * all-locked fields and the per-stream stats' peaks are current. */
     cca_stats_t stats;
-    cca_ptrmap_t live;                                /* handed-out address -> block */
-    cca_stream_t *streams;
+    int64_t inc_base[CCA_NSHARD][CCA_POOL_COUNT];     /* sum of inc at the last accumulated reset */
+    int64_t freed_base[CCA_NSHARD][CCA_POOL_COUNT];   /* sum of inc - cur then */
+    cca_stream_t *streams, *streams_tail;
     cca_segment_t *segments;
-    cca_block_t *spare_blocks;                        /* recycled block structs (via next) */
     cca_pending_t *pending;                           /* outstanding events */
     size_t n_pending, cap_pending;
+    _Atomic size_t pending_count;                     /* n_pending, for the hot path's check */
     cudaEvent_t *event_pool;
     size_t n_event_pool, cap_event_pool;
-    uint64_t gc_searches;                             /* large-pool free searches, for GC ages */
+    bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
+    _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
     _Atomic int hooks;                                /* nonzero: watches or other optional work */
     struct cca_watch_state *watch;                    /* stats/ watches (NULL when none) */
@@ -164,10 +201,14 @@ static inline bool _cca_ptrmap_has_room(const cca_ptrmap_t *m) { return (m->coun
 uint64_t      _cca_stream_key_special(int device, cudaStream_t s);
 bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_current_per_thread_key(int device);
-cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);
+cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
+void          _cca_stream_free(cca_stream_t *st);
 
+/* Per thread, the streams it used last (a few, of any allocators). */
+#define CCA_STREAM_CACHE 4
 typedef struct cca_stream_cache { uint64_t alloc_id, key; cca_stream_t *st; } cca_stream_cache_t;
-extern __attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_last_stream;
+extern __attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_stream_cache[CCA_STREAM_CACHE];
+extern __attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_last;
 
 /* A stream's key: its handle, 0 for the legacy stream, a per-thread id for
  * cudaStreamPerThread; UINT64_MAX when the runtime gave no id. */
@@ -177,10 +218,21 @@ static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
     return h > (uintptr_t)cudaStreamPerThread ? h : _cca_stream_key_special(device, s);
 }
 
-/* The stream state this thread used last, if it is a's stream `key`. */
+/* a's stream `key`, if this thread used it lately. */
 static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
 {
-    return _cca_last_stream.alloc_id == a->id && _cca_last_stream.key == key ? _cca_last_stream.st : NULL;
+    for (unsigned i = 0; i < CCA_STREAM_CACHE; i++) {
+        const cca_stream_cache_t *c = &_cca_stream_cache[(_cca_stream_cache_last + i) % CCA_STREAM_CACHE];
+        if (c->alloc_id == a->id && c->key == key) return c->st;
+    }
+    return NULL;
+}
+
+/* The i-th most recent of a's streams in this thread's cache, or NULL. */
+static inline cca_stream_t *_cca_stream_recent(const cca_allocator_t *a, unsigned i)
+{
+    const cca_stream_cache_t *c = &_cca_stream_cache[(_cca_stream_cache_last + CCA_STREAM_CACHE - i) % CCA_STREAM_CACHE];
+    return c->alloc_id == a->id ? c->st : NULL;
 }
 
 /* errors.c */
@@ -190,17 +242,49 @@ void         _cca_clear_error(void);
 /* config.c */
 size_t _cca_round_size(const cca_config_t *cfg, size_t size);
 
-/* alloc.c */
+/* alloc.c: the public calls and the all-locked path. */
+void   _cca_lock_all(cca_allocator_t *a);
+void   _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger);   /* trigger: stream served, or NULL */
+
+/* block.c: blocks inside segments, splitting and merging (stream locked). */
+cca_block_t *_cca_block_new(cca_stream_t *st);
+bool         _cca_spare_reserve(cca_stream_t *st);
+void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
+cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
+void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
+void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
+void         _cca_insert_free(cca_allocator_t *a, cca_block_t *b);
+bool         _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_block_t *b,
+                            size_t size, size_t requested);
+bool         _cca_free_fits(const cca_stream_t *st, const cca_block_t *b);
+
+/* segment.c: segments and the device (all locked). */
 typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
-cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
-void   _cca_device_leave(dev_guard_t *g);                            /* restores the caller's */
-size_t _cca_allocation_size(size_t rounded);
-void   _cca_sync_pending(cca_allocator_t *a);       /* waits for every pending free */
+cudaError_t  _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
+void         _cca_device_leave(dev_guard_t *g);                        /* restores the caller's */
+size_t       _cca_allocation_size(size_t rounded);
+bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
+void         _cca_release_cached(cca_allocator_t *a);
+cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+
+/* events.c: frees that wait for other streams (all locked). */
+void         _cca_process_events(cca_allocator_t *a);
+void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
+void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
+void         _cca_events_destroy(cca_allocator_t *a);
+
+/* stats/counters.c: the per-stream counters and the all-locked view. */
+void         _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d);
+void         _cca_counters_refresh(cca_allocator_t *a);
+void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
+void         _cca_counters_reset_accumulated(cca_allocator_t *a);
+bool         _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
+cca_stat_t  *_cca_shard_stat(cca_stats_t *s, int k);
 
 /* stats/stats.c: optional accounting attached to the allocator. */
 void   _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx);
 void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
-void   _cca_hooks_locked(cca_allocator_t *a);       /* under the lock, after a change */
+void   _cca_hooks_locked(cca_allocator_t *a);       /* all locked, after a change */
 void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
 void   _cca_stats_destroy(cca_allocator_t *a);
 
@@ -229,5 +313,16 @@ static inline void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
 
 static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
+
+/* Adds d to stream st's figure k in `pool` (CCA_PSMALL/CCA_PLARGE). The
+ * all-locked view follows when all locked; the hot path (one stream lock,
+ * all_locked false, ordered by that lock) touches only the stream. */
+static inline void _cca_ctr_add(cca_allocator_t *a, cca_stream_t *st, int k, int pool, int64_t d)
+{
+    cca_ctr_t *c = &st->ctr[k];
+    c->cur[pool] += d;
+    if (d > 0) c->inc[pool] += d;
+    if (__builtin_expect(a->all_locked, 0)) _cca_ctr_track(a, k, pool, d);
+}
 
 #endif /* CCA_INTERNAL_H */

@@ -7,6 +7,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 typedef struct cca_lock { _Atomic int held; } cca_lock_t;
 
@@ -36,6 +37,12 @@ static inline void _cca_lock(cca_lock_t *l)
 {
     if (__builtin_expect(atomic_exchange_explicit(&l->held, 1, memory_order_acquire), 0))
         _cca_lock_wait(l);
+}
+
+static inline bool _cca_trylock(cca_lock_t *l)
+{
+    return !atomic_load_explicit(&l->held, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
 }
 
 static inline void _cca_unlock(cca_lock_t *l)

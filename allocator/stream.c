@@ -42,24 +42,45 @@ bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG;
 
 uint64_t _cca_current_per_thread_key(int device) { return per_thread_key(device); }
 
-__attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_last_stream;
+__attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_stream_cache[CCA_STREAM_CACHE];
+__attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_next;
+__attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_last;
 
+/* Remembers st for this thread (round robin over a few entries). */
+static void remember(cca_allocator_t *a, cca_stream_t *st)
+{
+    unsigned i = _cca_stream_cache_next++ % CCA_STREAM_CACHE;
+    _cca_stream_cache[i] = (cca_stream_cache_t){ a->id, st->key, st };
+    _cca_stream_cache_last = i;
+}
+
+/* The state of stream `key` (all locked), created on first use. */
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 {
-    cca_stream_t *hit = _cca_stream_cached(a, key);
-    if (hit) return hit;
-    cca_stream_t *st = a->streams;
-    while (st && st->key != key) st = st->next;
+    cca_stream_t *st = _cca_stream_cached(a, key);
+    if (st) return st;
+    for (st = a->streams; st && st->key != key; st = st->next) {}
     if (!st) {
         st = calloc(1, sizeof *st);
-        if (!st) return NULL;
+        if (!st || !_cca_ptrmap_init(&st->live)) {
+            free(st);
+            return NULL;
+        }
+        _cca_lock_init(&st->lock);
+        _cca_lock(&st->lock);             /* held like every other stream's while all locked */
         st->key = key;
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
-        st->next = a->streams;
-        a->streams = st;
+        if (a->streams_tail) a->streams_tail->next = st;
+        else a->streams = st;
+        a->streams_tail = st;
     }
-    _cca_last_stream.alloc_id = a->id;
-    _cca_last_stream.key = key;
-    _cca_last_stream.st = st;
+    remember(a, st);
     return st;
+}
+
+void _cca_stream_free(cca_stream_t *st)
+{
+    for (cca_block_t *b = st->spare, *bn; b; b = bn) { bn = b->next; free(b); }
+    _cca_ptrmap_fini(&st->live);
+    free(st);
 }

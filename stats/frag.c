@@ -64,8 +64,8 @@ cca_status_t cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out)
 {
     if (!a || !out)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %s is NULL", a ? "out" : "allocator");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     _cca_frag_locked(a, out);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return CCA_OK;
 }

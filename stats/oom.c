@@ -225,10 +225,10 @@ void _cca_oom_deliver(cca_allocator_t *a)
     if (pending_id != a->id) return;
     pending_id = 0;
     cca_oom_report_t r = pending;                     /* the callback may fail again and refill `pending` */
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     cca_oom_fn fn = a->oom_cb;
     void *arg = a->oom_cb_arg;
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     if (fn) fn(&r, arg);
 }
 
@@ -241,20 +241,20 @@ void _cca_oom_destroy(cca_allocator_t *a)
 cca_status_t cca_set_oom_callback(cca_allocator_t *a, cca_oom_fn fn, void *arg)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     a->oom_cb = fn;
     a->oom_cb_arg = arg;
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_last_oom_report(cca_allocator_t *a, cca_oom_report_t *out)
 {
     if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %s is NULL", a ? "out" : "allocator");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     if (a->last_oom) *out = *a->last_oom;
     else *out = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = a->cfg.device };
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
 

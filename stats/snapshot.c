@@ -86,9 +86,9 @@ static cca_status_t sort_segments(cca_snap_t *s)
 cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out)
 {
     *out = (cca_snap_t){ 0 };
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     cca_status_t st = snap_locked(a, out);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     if (st == CCA_OK) st = sort_segments(out);
     if (st != CCA_OK) {
         _cca_snap_free(out);

@@ -126,13 +126,13 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
         free(e);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_memory_summary: out of host memory");
     }
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     f->stats = a->stats;
     _cca_frag_locked(a, &f->frag);
     f->oom = a->last_oom ? *a->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
     f->cap = a->cap == SIZE_MAX ? 0 : a->cap;
     f->device = a->cfg.device;
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     _cca_emit_init(e, write, arg);
     header(e, f);
     stats_table(e, f);

@@ -142,9 +142,9 @@ void _cca_watch_locked(cca_allocator_t *a)
 static bool alive(cca_allocator_t *a, uint64_t id)
 {
     bool found = false;
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     for (size_t i = 0; a->watch && i < a->watch->n_th && !found; i++) found = a->watch->th[i].id == id;
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return found;
 }
 
@@ -186,43 +186,43 @@ cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, siz
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
     if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: unknown kind %d", (int)which);
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     struct cca_watch_state *w = state(a);
     threshold_t *th = w ? grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
     if (!th) {
-        _cca_unlock(&a->lock);
+        _cca_unlock_all(a, NULL);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
     }
     w->th = th;
     *id = ++w->next_id;
     th[w->n_th++] = (threshold_t){ *id, fn, arg, bytes, which, figure(a, which) > bytes };
     set_flag(a);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     struct cca_watch_state *w = a->watch;
     size_t i = 0;
     while (w && i < w->n_th && w->th[i].id != id) i++;
     bool found = w && i < w->n_th;
     if (found) memmove(&w->th[i], &w->th[i + 1], (--w->n_th - i) * sizeof *w->th);
     set_flag(a);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
 }
 
 cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
 {
     if (!a || !token) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     struct cca_watch_state *w = state(a);
     scope_t *sc = w ? grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
     if (!sc) {
-        _cca_unlock(&a->lock);
+        _cca_unlock_all(a, NULL);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
     }
     w->sc = sc;
@@ -230,14 +230,14 @@ cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
     sc[w->n_sc++] = (scope_t){ *token, { .peak_allocated = figure(a, CCA_WATCH_ALLOCATED),
                                          .peak_reserved = figure(a, CCA_WATCH_RESERVED) } };
     set_flag(a);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
-    _cca_lock(&a->lock);
+    _cca_lock_all(a);
     struct cca_watch_state *w = a->watch;
     size_t i = 0;
     while (w && i < w->n_sc && w->sc[i].token != token) i++;
@@ -247,6 +247,6 @@ cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_
         w->sc[i] = w->sc[--w->n_sc];
     }
     set_flag(a);
-    _cca_unlock(&a->lock);
+    _cca_unlock_all(a, NULL);
     return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
 }

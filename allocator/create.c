@@ -1,0 +1,103 @@
+/* create.c - creating an allocator for a device (its configuration
+ * checked, the device's size read) and destroying it, which returns every
+ * segment to the device, live allocations included. */
+#include <stdlib.h>
+#include "internal.h"
+
+static _Atomic uint64_t next_allocator_id = 1;
+
+static cca_status_t check_config(const cca_config_t *c)
+{
+    if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
+    if (!(c->garbage_collection_threshold >= 0.0 && c->garbage_collection_threshold < 1.0))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: garbage_collection_threshold must be in [0, 1)");
+    if (!(c->memory_fraction >= 0.0 && c->memory_fraction <= 1.0))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: memory_fraction must be in [0, 1]");
+    if (c->max_split_size <= CCA_LARGE_BUFFER)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: max_split_size must be above 20 MiB");
+    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) {
+        unsigned d = c->roundup_power2_divisions[i];
+        if (d & (d - 1))
+            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: roundup_power2_divisions must be 0 or powers of 2");
+    }
+    return CCA_OK;
+}
+
+static cca_status_t device_total(cca_allocator_t *a, size_t *total)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || a->cfg.device >= count) {
+        _cca_clear_error();
+        return _cca_fail(e != cudaSuccess ? CCA_ERROR_CUDA : CCA_ERROR_INVALID_ARGUMENT,
+                         "cca_create: device %d not available (%d devices, %s)",
+                         a->cfg.device, count, cudaGetErrorName(e));
+    }
+    size_t free_b = 0;
+    dev_guard_t g;
+    e = _cca_device_enter(a, &g);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, total);
+    _cca_device_leave(&g);
+    if (e != cudaSuccess) {
+        _cca_clear_error();
+        return _cca_fail(CCA_ERROR_CUDA, "cca_create: cudaMemGetInfo on device %d failed: %s",
+                         a->cfg.device, cudaGetErrorName(e));
+    }
+    return CCA_OK;
+}
+
+cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out)
+{
+    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");
+    *out = NULL;
+    cca_config_t c;
+    if (cfg) c = *cfg;
+    else cca_config_init(&c);
+    cca_status_t s = check_config(&c);
+    if (s != CCA_OK) return s;
+    cca_allocator_t *a = calloc(1, sizeof *a);
+    if (!a) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+    _cca_lock_init(&a->lock);
+    a->id = atomic_fetch_add(&next_allocator_id, 1);
+    a->cfg = c;
+    a->plain_rounding = true;
+    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
+    if ((s = device_total(a, &a->device_total)) != CCA_OK) {
+        free(a);
+        return s;
+    }
+    a->cap = SIZE_MAX;
+    if (c.memory_fraction > 0.0) a->cap = (size_t)(c.memory_fraction * (double)a->device_total);
+    if (c.memory_limit && c.memory_limit < a->cap) a->cap = c.memory_limit;
+    a->gc_enabled = a->cap != SIZE_MAX && c.garbage_collection_threshold > 0.0;
+    *out = a;
+    return CCA_OK;
+}
+
+void cca_destroy(cca_allocator_t *a)
+{
+    if (!a) return;
+    _cca_lock_all(a);
+    dev_guard_t g;
+    if (_cca_device_enter(a, &g) != cudaSuccess) _cca_clear_error();
+    _cca_events_destroy(a);
+    for (cca_segment_t *s = a->segments, *next; s; s = next) {
+        next = s->next;
+        if (cudaFree((void *)s->addr) != cudaSuccess) _cca_clear_error();
+        for (cca_block_t *b = s->first, *bn; b; b = bn) { bn = b->next; free(b->uses); free(b); }
+        free(s);
+    }
+    a->segments = NULL;
+    _cca_device_leave(&g);
+    _cca_stats_destroy(a);
+    cca_stream_t *st = a->streams;
+    a->streams = NULL;
+    a->all_locked = false;
+    _cca_unlock(&a->lock);
+    while (st) {                          /* their locks are held; nobody else can reach them */
+        cca_stream_t *next = st->next;
+        _cca_stream_free(st);
+        st = next;
+    }
+    free(a);
+}

@@ -1,0 +1,273 @@
+/* segment.c - segments: cudaMalloc and cudaFree on the allocator's device,
+ * releasing unused cached segments (OOM retry, empty cache, garbage
+ * collection, release_before_grow), and growing: GC, the segment size
+ * policies, release-and-retry. All locked. */
+#include <stdlib.h>
+#include "internal.h"
+
+/* ---- device calls on the allocator's device ---------------------------- */
+
+cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
+{
+    int cur = -1;
+    g->switched = false;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e != cudaSuccess || cur == a->cfg.device) return e;
+    e = cudaSetDevice(a->cfg.device);
+    if (e == cudaSuccess) { g->prev = cur; g->switched = true; }
+    return e;
+}
+
+void _cca_device_leave(dev_guard_t *g)
+{
+    if (g->switched) cudaSetDevice(g->prev);
+}
+
+/* ---- sizes ------------------------------------------------------------- */
+
+size_t _cca_allocation_size(size_t rounded)
+{
+    if (rounded <= CCA_SMALL_SIZE) return CCA_SMALL_BUFFER;
+    if (rounded < CCA_MIN_LARGE_ALLOC) return CCA_LARGE_BUFFER;
+    return CCA_ROUND_LARGE * ((rounded + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+}
+
+/* ---- segments ---------------------------------------------------------- */
+
+static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+                                  cca_oom_ctx_t *ctx, bool retry, cca_block_t **out)
+{
+    if (retry) a->stats.num_alloc_retries++;
+    if (a->cap != SIZE_MAX &&
+        (size > a->cap || (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->cap - size)) {
+        ctx->cap_refused = true;
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    cca_segment_t *seg = calloc(1, sizeof *seg);
+    cca_block_t *b = _cca_block_new(st);
+    if (!seg || !b) {
+        free(seg);
+        if (b) _cca_block_recycle(st, b);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
+    }
+    void *p = NULL;
+    dev_guard_t g;
+    cudaError_t e = _cca_device_enter(a, &g);
+    if (e == cudaSuccess) e = cudaMalloc(&p, size);
+    _cca_device_leave(&g);
+    if (e != cudaSuccess) {
+        _cca_clear_error();
+        free(seg);
+        _cca_block_recycle(st, b);
+        if (e == cudaErrorMemoryAllocation) {
+            ctx->device_refused = true;
+            return CCA_ERROR_OUT_OF_MEMORY;
+        }
+        return _cca_fail(CCA_ERROR_CUDA, "cca: cudaMalloc(%zu) on device %d failed: %s",
+                         size, a->cfg.device, cudaGetErrorName(e));
+    }
+    seg->addr = (uintptr_t)p;
+    seg->size = size;
+    seg->pool = pool;
+    seg->stream = st;
+    seg->first = b;
+    seg->next = a->segments;
+    if (a->segments) a->segments->prev = seg;
+    a->segments = seg;
+    b->addr = seg->addr;
+    b->size = size;
+    b->seg = seg;
+    b->gc_base = atomic_load_explicit(&a->gc_searches, memory_order_relaxed);
+    b->state = CCA_BLOCK_FREE;
+    _cca_bins_insert(&st->free[pool], b);
+    int ps = _cca_pool_stat(pool);
+    _cca_stat_add(a->stats.segment, ps, 1);
+    _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
+    a->stats.num_device_alloc++;
+    if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
+        a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    *out = b;
+    return CCA_OK;
+}
+
+/* Returns a segment whose only block is free to the device. */
+bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
+{
+    cca_block_t *b = seg->first;
+    dev_guard_t g;
+    cudaError_t e = _cca_device_enter(a, &g);
+    if (e == cudaSuccess) e = cudaFree((void *)seg->addr);
+    _cca_device_leave(&g);
+    if (e != cudaSuccess) {            /* keep it cached; the state stays consistent */
+        _cca_clear_error();
+        return false;
+    }
+    _cca_bins_remove(&seg->stream->free[seg->pool], b);
+    int ps = _cca_pool_stat(seg->pool);
+    _cca_stat_add(a->stats.segment, ps, -1);
+    _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
+    a->stats.num_device_free++;
+    if (seg->prev) seg->prev->next = seg->next;
+    else a->segments = seg->next;
+    if (seg->next) seg->next->prev = seg->prev;
+    _cca_block_recycle(seg->stream, b);
+    free(seg);
+    return true;
+}
+
+static inline bool segment_unused(const cca_segment_t *seg)
+{
+    return seg->first->state == CCA_BLOCK_FREE && !seg->first->next;
+}
+
+/* Releases every fully free segment (after waiting for pending frees). */
+void _cca_release_cached(cca_allocator_t *a)
+{
+    _cca_sync_pending(a);
+    for (cca_segment_t *s = a->segments, *next; s; s = next) {
+        next = s->next;
+        if (segment_unused(s)) _cca_release_segment(a, s);
+    }
+}
+
+/* With max_split_size set: free oversize cached blocks of this stream, the
+ * best fitting one, or the largest ones until `size` bytes are released. */
+static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
+{
+    size_t msz = a->cfg.max_split_size;
+    if (msz == SIZE_MAX || pool != CCA_PLARGE) return false;
+    size_t key = size < msz ? msz : size;
+    cca_block_t *b = _cca_bins_best_fit(&st->free[pool], key);
+    if (b) return _cca_release_segment(a, b->seg);
+    size_t released = 0;
+    while (released < key) {
+        b = _cca_bins_largest(&st->free[pool]);
+        if (!b || b->size < msz) break;
+        size_t sz = b->size;
+        if (!_cca_release_segment(a, b->seg)) break;
+        released += sz;
+    }
+    return released >= key;
+}
+
+/* PyTorch's garbage collection: with a cap, once reserved passes the
+ * threshold, release unused large segments, the longest unused first. */
+static void garbage_collect(cca_allocator_t *a)
+{
+    double threshold = a->cfg.garbage_collection_threshold * (double)a->cap;
+    double reserved = (double)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    if (reserved <= threshold) return;
+    size_t target = (size_t)(reserved - threshold), reclaimed = 0, count = 0;
+    uint64_t now = atomic_load_explicit(&a->gc_searches, memory_order_relaxed);
+    uint64_t total_age = 0;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if (s->pool == CCA_PLARGE && segment_unused(s)) {
+            total_age += now - s->first->gc_base;
+            count++;
+        }
+    bool freed = true;
+    while (reclaimed < target && freed && count > 0) {
+        double avg = (double)total_age / (double)count;
+        freed = false;
+        for (cca_segment_t *s = a->segments, *next; s; s = next) {
+            next = s->next;
+            if (s->pool != CCA_PLARGE || !segment_unused(s)) continue;
+            uint64_t age = now - s->first->gc_base;
+            if ((double)age < avg) continue;
+            size_t sz = s->size;
+            if (!_cca_release_segment(a, s)) continue;
+            freed = true;
+            reclaimed += sz;
+            total_age -= age;
+            count--;
+        }
+    }
+}
+
+#define POLICY_FALLBACK(a) ((a)->cfg.release_before_grow || (a)->cfg.segment_growth_percent)
+
+/* The largest fully free segment, or NULL. */
+static cca_segment_t *largest_unused(cca_allocator_t *a)
+{
+    cca_segment_t *best = NULL;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if (segment_unused(s) && (!best || s->size > best->size)) best = s;
+    return best;
+}
+
+/* release_before_grow: a new segment of `need` bytes would raise the
+ * reserved peak; return unused cached segments, largest first, so that the
+ * peak grows only by what live blocks and their layout require. */
+static void release_for_peak(cca_allocator_t *a, size_t need)
+{
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    if (reserved + need <= a->reserved_high) return;
+    size_t excess = reserved + need - a->reserved_high, released = 0;
+    cca_segment_t *s;
+    while (released < excess && (s = largest_unused(a))) {
+        size_t sz = s->size;
+        if (!_cca_release_segment(a, s)) break;
+        released += sz;
+    }
+}
+
+/* segment_growth_percent: a large segment is at least that share of the
+ * large bytes reserved so far, so a growing workload makes few cudaMalloc
+ * calls; splitting serves later requests from the rest. */
+static size_t grown_size(const cca_allocator_t *a, int pool, size_t size)
+{
+    size_t pct = a->cfg.segment_growth_percent;
+    if (!pct) return size;
+    int ps = _cca_pool_stat(pool);
+    size_t reserved_pool = (size_t)a->stats.reserved_bytes[ps].current;
+    size_t want = reserved_pool / 100 * pct + reserved_pool % 100 * pct / 100;
+    want = CCA_ROUND_LARGE * ((want + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+    size_t cap = pool == CCA_PSMALL ? CCA_SMALL_GROWTH_MAX
+               : a->cfg.max_split_size == SIZE_MAX ? SIZE_MAX : a->cfg.max_split_size - CCA_ROUND_LARGE;
+    if (want > cap) want = cap;
+    /* never spend more than a quarter of the remaining room on slack */
+    size_t limit = a->cap < a->device_total ? a->cap : a->device_total;
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    size_t room = limit > reserved + size ? limit - reserved - size : 0;
+    if (want > size + room / 4) want = CCA_ROUND_LARGE * ((size + room / 4) / CCA_ROUND_LARGE);
+    return want > size ? want : size;
+}
+
+/* The smallest segment that holds the request (policies' last resort). */
+static size_t minimal_size(size_t rounded)
+{
+    return CCA_ROUND_LARGE * ((rounded + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+}
+
+/* Gets a segment for the request: GC, device, release-and-retry. */
+cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
+                         cca_block_t **out)
+{
+    _cca_capture_cache_figures(a, ctx);              /* before anything is released */
+    if (a->gc_enabled) garbage_collect(a);
+    size_t grown = grown_size(a, pool, ctx->alloc_size);
+    if (a->cfg.release_before_grow) release_for_peak(a, grown);
+    cca_status_t s;
+    if (grown > ctx->alloc_size) {
+        cca_oom_ctx_t trial = *ctx;
+        s = alloc_segment(a, st, pool, grown, &trial, false, out);
+        if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+    }
+    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
+    if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+    if (release_available(a, st, pool, ctx->rounded)) {
+        s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
+        if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+    }
+    _cca_release_cached(a);
+    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
+    size_t least = minimal_size(ctx->rounded);
+    if (s == CCA_ERROR_OUT_OF_MEMORY && POLICY_FALLBACK(a) && least < ctx->alloc_size) {
+        ctx->alloc_size = least;                      /* the report names the smallest segment tried */
+        s = alloc_segment(a, st, pool, least, ctx, false, out);
+    }
+    return s;
+}
+
+/* Everything but a cached block of the right stream: pending events, a new
+ * stream, host metadata, a new segment, the OOM path. */

@@ -1,0 +1,134 @@
+/* counters.c - exact counters over per-stream figures. Each stream counts
+ * its own allocations under its own lock; the all-locked path sums them
+ * into the public view (refresh), follows every change there with peaks
+ * (track), and afterwards deals each stream a lease: how far it may raise
+ * each figure alone. The leases add up to at most the peak, so the sum of
+ * all streams cannot pass a peak without the all-locked path seeing it:
+ * peaks stay exact with no shared write on the hot path. */
+#include <stddef.h>
+#include "internal.h"
+
+static const size_t shard_offset[CCA_NSHARD] = {
+#define SHARD_OFFSET_(name) offsetof(cca_stats_t, name),
+    CCA_SHARD_STATS(SHARD_OFFSET_)
+#undef SHARD_OFFSET_
+};
+
+cca_stat_t *_cca_shard_stat(cca_stats_t *s, int k)
+{
+    return (cca_stat_t *)((char *)s + shard_offset[k]);
+}
+
+void _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d)
+{
+    _cca_stat_add(_cca_shard_stat(&a->stats, k), _cca_pool_stat(pool), d);
+}
+
+/* Figures of stream st for stat k, by public pool index. */
+static inline int64_t cur_of(const cca_ctr_t *c, int p)
+{
+    return p == CCA_POOL_ALL ? c->cur[0] + c->cur[1] : c->cur[p - 1];
+}
+
+static inline int64_t inc_of(const cca_ctr_t *c, int p)
+{
+    return p == CCA_POOL_ALL ? c->inc[0] + c->inc[1] : c->inc[p - 1];
+}
+
+void _cca_counters_refresh(cca_allocator_t *a)
+{
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        for (int p = 0; p < CCA_POOL_COUNT; p++) {
+            int64_t cur = 0, inc = 0;
+            for (const cca_stream_t *st = a->streams; st; st = st->next) {
+                cur += cur_of(&st->ctr[k], p);
+                inc += inc_of(&st->ctr[k], p);
+            }
+            f[p].current = cur;
+            f[p].allocated = inc - a->inc_base[k][p];
+            f[p].freed = inc - cur - a->freed_base[k][p];
+        }
+    }
+}
+
+void _cca_counters_reset_accumulated(cca_allocator_t *a)
+{
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        for (int p = 0; p < CCA_POOL_COUNT; p++) {
+            a->inc_base[k][p] += f[p].allocated;
+            a->freed_base[k][p] += f[p].freed;
+        }
+    }
+#define RESET_ACC_(name, doc) \
+    for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].allocated = a->stats.name[p].freed = 0;
+    CCA_STAT_FIELDS(RESET_ACC_)
+#undef RESET_ACC_
+#define RESET_CNT_(name, doc) a->stats.name = 0;
+    CCA_COUNTER_FIELDS(RESET_CNT_)
+#undef RESET_CNT_
+}
+
+static inline int64_t demand_of(const cca_ctr_t *c, int p)
+{
+    int64_t high = p == CCA_POOL_ALL ? c->high[0] + c->high[1] : c->high[p - 1];
+    int64_t want = high - cur_of(c, p);
+    return want > 0 ? want : 0;
+}
+
+/* Deals the leases anew: each stream its current figure, then the slack
+ * under the peak in proportion to each stream's demand (how far above its
+ * current figure it went before), the rounding rest to the stream just
+ * served. */
+void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
+{
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        const cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        int64_t total[CCA_POOL_COUNT] = { 0 };
+        for (cca_stream_t *st = a->streams; st; st = st->next) {
+            cca_ctr_t *c = &st->ctr[k];
+            for (int q = 0; q < 2; q++)
+                if (c->cur[q] > c->high[q]) c->high[q] = c->cur[q];
+            for (int p = 0; p < CCA_POOL_COUNT; p++) {
+                c->lease[p] = cur_of(c, p);
+                total[p] += demand_of(c, p);
+            }
+        }
+        for (int p = 0; p < CCA_POOL_COUNT; p++) {
+            int64_t slack = f[p].peak - f[p].current, dealt = 0;
+            if (slack <= 0) continue;
+            if (total[p] > 0)
+                for (cca_stream_t *st = a->streams; st; st = st->next) {
+                    int64_t give = (int64_t)((double)slack * (double)demand_of(&st->ctr[k], p) / (double)total[p]);
+                    if (give > slack - dealt) give = slack - dealt;
+                    st->ctr[k].lease[p] += give;
+                    dealt += give;
+                }
+            cca_stream_t *rest = trigger ? trigger : a->streams;
+            if (rest) rest->ctr[k].lease[p] += slack - dealt;
+        }
+    }
+}
+
+/* On the hot path, st (locked) passed a lease: take half of what the other
+ * streams have spare, without waiting for their locks. Moving lease between
+ * streams keeps their sum, so peaks stay exact. False if nothing came. */
+bool _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st)
+{
+    bool got = false;
+    for (cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o == st || !_cca_trylock(&o->lock)) continue;
+        for (int k = 0; k < CCA_NSHARD; k++)
+            for (int p = 0; p < CCA_POOL_COUNT; p++) {
+                int64_t spare = o->ctr[k].lease[p] - cur_of(&o->ctr[k], p);
+                int64_t move = (spare + 1) / 2;
+                if (move <= 0) continue;
+                o->ctr[k].lease[p] -= move;
+                st->ctr[k].lease[p] += move;
+                got = true;
+            }
+        _cca_unlock(&o->lock);
+    }
+    return got;
+}
