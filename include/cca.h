@@ -123,8 +123,9 @@ CCA_API cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out);
 /* Sets every peak to its current value. */
 CCA_API cca_status_t cca_reset_peak_stats(cca_allocator_t *a);
 
-/* Sets the allocated/freed totals and the num_* counters to 0
- * (allocated then restarts from current, so allocated - freed == current). */
+/* Sets the allocated/freed totals and the num_* counters to 0, as
+ * torch.cuda.reset_accumulated_memory_stats() does (so allocated - freed ==
+ * current holds again only for changes after the reset). */
 CCA_API cca_status_t cca_reset_accumulated_stats(cca_allocator_t *a);
 
 /* Walks every segment and block and checks the invariants of DESIGN.md and
