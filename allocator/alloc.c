@@ -114,10 +114,12 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     if (__builtin_expect(key == UINT64_MAX, 0))
         return _cca_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
-    if (st && size <= CCA_MAX_REQUEST && a->plain_rounding && !hooked(a) &&
-        !atomic_load_explicit(&a->pending_count, memory_order_relaxed)) {
+    if (st && size <= CCA_MAX_REQUEST && a->plain_rounding) {
         _cca_lock(&st->lock);
-        bool done = malloc_fast(a, st, ptr, size);
+        /* read under the stream lock: a watch set by the all-locked path
+         * either saw this call finish or is seen by it */
+        bool done = !hooked(a) && !atomic_load_explicit(&a->pending_count, memory_order_relaxed) &&
+                    malloc_fast(a, st, ptr, size);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
@@ -158,10 +160,14 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
     if (!ptr) return CCA_OK;
-    for (unsigned i = 0; i < CCA_STREAM_CACHE && !hooked(a); i++) {
+    for (unsigned i = 0; i < CCA_STREAM_CACHE; i++) {
         cca_stream_t *st = _cca_stream_recent(a, i);   /* most likely the block's stream */
         if (!st) continue;
         _cca_lock(&st->lock);
+        if (hooked(a)) {                               /* watched: every change all locked */
+            _cca_unlock(&st->lock);
+            break;
+        }
         cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
         bool fast = b && b->n_uses == 0 &&
                     (_cca_free_fits(st, b) || (_cca_counters_steal(a, st) && _cca_free_fits(st, b)));
