@@ -10,7 +10,11 @@
 void _cca_lock_all(cca_allocator_t *a)
 {
     _cca_lock(&a->lock);
-    for (cca_stream_t *st = a->streams; st; st = st->next) _cca_lock(&st->lock);
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        _cca_lock(&st->lock);
+        _cca_flush_parked(a, st, CCA_PSMALL);        /* every walk sees merged blocks */
+        _cca_flush_parked(a, st, CCA_PLARGE);
+    }
     a->all_locked = true;
     _cca_counters_refresh(a);
 }
@@ -89,10 +93,17 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
 /* The hot path, under st's lock: false sends the caller all locked. */
 static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr, size_t size)
 {
-    if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     size_t rounded = size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
-    cca_block_t *b = _cca_find_free(a, st, pool, rounded);
+    cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
+    if (b) {                                       /* still in the address map */
+        note_search(a, pool);
+        *ptr = (void *)b->addr;
+        return true;
+    }
+    _cca_flush_parked(a, st, pool);
+    if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
+    b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
     if (__builtin_expect(!_cca_take_fits(a, st, b, rounded, size), 0) &&
         (!_cca_counters_steal(a, st) || !_cca_take_fits(a, st, b, rounded, size)))
@@ -100,6 +111,7 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);
+    st->epoch++;
     *ptr = (void *)b->addr;
     return true;
 }
@@ -146,6 +158,20 @@ static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b
     else _cca_free_block(a, b);
 }
 
+/* The hot path's free: the block is parked if it can be, else merged. */
+static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2])
+{
+    int pool = b->seg->pool;
+    _cca_ctr_hot(st, CCA_K_allocation, pool, -1);
+    _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, -(int64_t)b->size);
+    _cca_ctr_hot(st, CCA_K_requested_bytes, pool, -(int64_t)b->requested);
+    if (_cca_park(a, st, b, d)) return;
+    st->epoch++;
+    _cca_ptrmap_take(&st->live, b->addr);
+    b->requested = 0;
+    _cca_free_block(a, b);
+}
+
 /* The live block at ptr in any stream (all locked), or NULL. */
 static cca_block_t *find_live(cca_allocator_t *a, void *ptr)
 {
@@ -169,9 +195,13 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
             break;
         }
         cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
-        bool fast = b && b->n_uses == 0 &&
-                    (_cca_free_fits(st, b) || (_cca_counters_steal(a, st) && _cca_free_fits(st, b)));
-        if (fast) release_to_pool(a, st, b);
+        bool fast = false;
+        int64_t d[2];
+        if (b && b->state == CCA_BLOCK_ALLOCATED && b->n_uses == 0) {
+            _cca_flush_parked(a, st, b->seg->pool);   /* its neighbours as they really are */
+            fast = _cca_free_fits(st, b, d) || (_cca_counters_steal(a, st) && _cca_free_fits(st, b, d));
+        }
+        if (fast) free_fast(a, st, b, d);
         _cca_unlock(&st->lock);
         if (fast) return CCA_OK;
         if (b) break;                                  /* found, but needs the all-locked path */

@@ -115,3 +115,19 @@ void _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg)
     for (unsigned bin = next_bin(bs, 0); bin < CCA_BIN_COUNT; bin = next_bin(bs, bin + 1))
         _cca_tree_visit(bs->root[bin], fn, arg);
 }
+
+/* The free block right after b in (size, addr) order, or NULL. */
+cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b)
+{
+    unsigned bin = bin_of(b->size);
+    cca_block_t *t = bs->root[bin], *best = NULL;
+    while (t) {
+        if (b->size < t->size || (b->size == t->size && b->addr < t->addr)) { best = t; t = t->left; }
+        else t = t->right;
+    }
+    if (best) return best;
+    bin = next_bin(bs, bin + 1);
+    if (bin == CCA_BIN_COUNT) return NULL;
+    for (t = bs->root[bin]; t->left; t = t->left) {}
+    return t;
+}

@@ -43,14 +43,15 @@ static inline uint64_t gc_now(cca_allocator_t *a)
     return a->gc_enabled ? atomic_load_explicit(&a->gc_searches, memory_order_relaxed) : 0;
 }
 
-/* A free block counts as inactive split while its segment is split. */
-static inline void split_stat(cca_allocator_t *a, const cca_block_t *b, int sign)
+/* Changes the inactive-split figures (free blocks inside split segments)
+ * by one net step per call, as PyTorch does, so totals match its own. */
+static inline void split_delta(cca_allocator_t *a, cca_stream_t *st, int pool, int64_t dcount, int64_t dbytes)
 {
-    if (!_cca_block_is_split(b)) return;
-    cca_stream_t *st = b->seg->stream;
-    _cca_ctr_add(a, st, CCA_K_inactive_split, b->seg->pool, sign);
-    _cca_ctr_add(a, st, CCA_K_inactive_split_bytes, b->seg->pool, sign * (int64_t)b->size);
+    if (dcount) _cca_ctr_add(a, st, CCA_K_inactive_split, pool, dcount);
+    if (dbytes) _cca_ctr_add(a, st, CCA_K_inactive_split_bytes, pool, dbytes);
 }
+
+static void merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes);
 
 static inline bool should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
 {
@@ -59,21 +60,28 @@ static inline bool should_split(const cca_allocator_t *a, const cca_block_t *b, 
     return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
 }
 
-/* Inserts a free block into its bins, merged with its free neighbours. */
-void _cca_insert_free(cca_allocator_t *a, cca_block_t *b)
+/* Inserts a free block into its bins, merged with its free neighbours;
+ * `count`: change the inactive-split figures (false for a parked block,
+ * whose figures changed when it was parked). */
+static void insert_free(cca_allocator_t *a, cca_block_t *b, bool count)
 {
     cca_stream_t *st = b->seg->stream;
     cca_block_t *p = b->prev, *n = b->next;
     bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
+    if (count) {
+        int64_t dcount, dbytes;
+        merge_deltas(b, &dcount, &dbytes);
+        split_delta(a, st, b->seg->pool, dcount, dbytes);
+        b->gc_base = gc_now(a);
+    }
     b->state = CCA_BLOCK_FREE;
     b->requested = 0;
-    if (pf) split_stat(a, p, -1);
-    if (nf) split_stat(a, n, -1);
     if (pf && nf) {                       /* p absorbs b and n */
         _cca_bins_remove(bins_of(n), n);
         p->next = n->next;
         if (n->next) n->next->prev = p;
         _cca_bins_rekey(bins_of(p), p, p, p->size + b->size + n->size);
+        p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         _cca_block_recycle(st, n);
         b = p;
@@ -81,6 +89,7 @@ void _cca_insert_free(cca_allocator_t *a, cca_block_t *b)
         p->next = n;
         if (n) n->prev = p;
         _cca_bins_rekey(bins_of(p), p, p, p->size + b->size);
+        p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         b = p;
     } else if (nf) {                      /* b absorbs n and takes its place */
@@ -91,8 +100,6 @@ void _cca_insert_free(cca_allocator_t *a, cca_block_t *b)
     } else {
         _cca_bins_insert(bins_of(b), b);
     }
-    b->gc_base = gc_now(a);
-    split_stat(a, b, +1);
 }
 
 /* An allocated or pending block becomes free (its stream work is done). */
@@ -102,7 +109,7 @@ void _cca_free_block(cca_allocator_t *a, cca_block_t *b)
     _cca_ctr_add(a, st, CCA_K_active, b->seg->pool, -1);
     _cca_ctr_add(a, st, CCA_K_active_bytes, b->seg->pool, -(int64_t)b->size);
     b->n_uses = 0;
-    _cca_insert_free(a, b);
+    insert_free(a, b, true);
 }
 
 /* PyTorch's best fit, with its max_split_size rules. */
@@ -116,13 +123,24 @@ cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size
     return b;
 }
 
+/* What taking `size` bytes of free block b does to the inactive-split
+ * figures: b stops counting, the split-off rest (if any) counts. */
+static inline bool take_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size,
+                               int64_t *dcount, int64_t *dbytes)
+{
+    bool split = should_split(a, b, size), was = _cca_block_is_split(b);
+    *dcount = (int64_t)split - (int64_t)was;
+    *dbytes = (split ? (int64_t)(b->size - size) : 0) - (was ? (int64_t)b->size : 0);
+    return split;
+}
+
 /* Hands out the first `size` bytes of free block b, splitting off the rest. */
 void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested)
 {
     cca_stream_t *st = b->seg->stream;
     int pool = b->seg->pool;
-    split_stat(a, b, -1);
-    if (should_split(a, b, size)) {
+    int64_t dcount, dbytes;
+    if (take_deltas(a, b, size, &dcount, &dbytes)) {
         cca_block_t *r = _cca_block_new(st);   /* cannot fail: a spare was reserved by the caller */
         r->addr = b->addr + size;
         r->seg = b->seg;
@@ -134,10 +152,10 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
-        split_stat(a, r, +1);
     } else {
         _cca_bins_remove(bins_of(b), b);
     }
+    split_delta(a, st, pool, dcount, dbytes);
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;
     _cca_ctr_add(a, st, CCA_K_allocation, pool, 1);
@@ -158,10 +176,9 @@ bool _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_
                     size_t size, size_t requested)
 {
     int pool = b->seg->pool;
-    bool split = should_split(a, b, size), was = _cca_block_is_split(b);
+    int64_t dcount, dbytes;
+    bool split = take_deltas(a, b, size, &dcount, &dbytes);
     int64_t bytes = (int64_t)(split ? size : b->size);
-    int64_t dcount = (int64_t)split - (int64_t)was;
-    int64_t dbytes = (split ? (int64_t)(b->size - size) : 0) - (was ? (int64_t)b->size : 0);
     return lease_ok(st, CCA_K_allocation, pool, 1) && lease_ok(st, CCA_K_active, pool, 1) &&
            lease_ok(st, CCA_K_allocated_bytes, pool, bytes) && lease_ok(st, CCA_K_active_bytes, pool, bytes) &&
            lease_ok(st, CCA_K_requested_bytes, pool, (int64_t)requested) &&
@@ -169,16 +186,114 @@ bool _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_
            lease_ok(st, CCA_K_inactive_split_bytes, pool, dbytes);
 }
 
-/* Freeing b changes only inactive-split figures upwards (the merge). */
-bool _cca_free_fits(const cca_stream_t *st, const cca_block_t *b)
+/* What freeing b does to its pool's inactive-split figures: its free
+ * neighbours stop counting, the merged block counts if its segment stays split. */
+static void merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes)
 {
     const cca_block_t *p = b->prev, *n = b->next;
     bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
     int64_t size = (int64_t)b->size + (pf ? (int64_t)p->size : 0) + (nf ? (int64_t)n->size : 0);
     bool split = (pf ? p->prev : p) || (nf ? n->next : n);
-    int64_t dcount = (int64_t)split - (int64_t)pf - (int64_t)nf;
-    int64_t dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
+    *dcount = (int64_t)split - (int64_t)pf - (int64_t)nf;
+    *dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
+}
+
+/* Freeing b changes only inactive-split figures upwards (the merge); *d
+ * gets the change, for _cca_park. */
+bool _cca_free_fits(const cca_stream_t *st, const cca_block_t *b, int64_t d[2])
+{
+    merge_deltas(b, &d[0], &d[1]);
     int pool = b->seg->pool;
-    return lease_ok(st, CCA_K_inactive_split, pool, dcount) &&
-           lease_ok(st, CCA_K_inactive_split_bytes, pool, dbytes);
+    return lease_ok(st, CCA_K_inactive_split, pool, d[0]) && lease_ok(st, CCA_K_inactive_split_bytes, pool, d[1]);
+}
+
+/* ---- parking: the same size back at once, without split and merge ------
+ * A block freed on the hot path whose previous neighbour is not free is
+ * "parked": its figures change at once as if it had been merged with its
+ * free neighbours, but the merge waits. If the next request of its stream
+ * and pool is of its size and best fit would choose the merged block - and
+ * carve exactly this block out of it again - the block is handed out as it
+ * is, figures changed as if taken from the merged block. Anything else
+ * (another size, another free, any all-locked call) first does the merge,
+ * quietly. Every observable figure and address is PyTorch's. */
+
+/* Parks b, allocated with no other stream's use, its allocation figures
+ * already dropped by the caller, d its merge's change from _cca_free_fits;
+ * false if it cannot be parked. */
+bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2])
+{
+    int pool = b->seg->pool;
+    if (st->parked[pool] || (b->prev && b->prev->state == CCA_BLOCK_FREE)) return false;
+    _cca_ctr_hot(st, CCA_K_active, pool, -1);
+    _cca_ctr_hot(st, CCA_K_active_bytes, pool, -(int64_t)b->size);
+    if (d[0]) _cca_ctr_hot(st, CCA_K_inactive_split, pool, d[0]);
+    if (d[1]) _cca_ctr_hot(st, CCA_K_inactive_split_bytes, pool, d[1]);
+    b->state = CCA_BLOCK_PARKED;
+    b->requested = 0;
+    b->gc_base = gc_now(a);
+    st->parked[pool] = b;
+    st->parked_epoch[pool] = st->epoch;
+    return true;
+}
+
+/* Does the merge a parked block deferred (its figures are already counted). */
+void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    cca_block_t *b = st->parked[pool];
+    st->parked[pool] = NULL;
+    _cca_ptrmap_take(&st->live, b->addr);
+    insert_free(a, b, false);
+}
+
+static inline bool key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
+{
+    return s1 < s2 || (s1 == s2 && a1 < a2);
+}
+
+/* The parked block of st's pool, handed out again for a request of `size`
+ * if that is exactly what best fit on the merged state would do; NULL
+ * otherwise (the caller flushes it and searches). */
+cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+{
+    cca_block_t *b = st->parked[pool];
+    if (!b || b->size != size) return NULL;
+    cca_block_t *n = b->next;
+    bool nf = n && n->state == CCA_BLOCK_FREE;
+    size_t msize = size + (nf ? n->size : 0), msz = a->cfg.max_split_size;
+    if (msz != SIZE_MAX && ((size < msz && msize >= msz) || (size >= msz && msize >= size + CCA_LARGE_BUFFER)))
+        return NULL;                                  /* find_free would refuse the merged block */
+    if (nf && pool == CCA_PLARGE && !(size < msz && n->size > CCA_SMALL_SIZE))
+        return NULL;                                  /* it would not be split back */
+    const cca_bins_t *bins = &st->free[pool];
+    if (bins->count != (size_t)nf) {                  /* other free blocks: would one fit better? */
+        cca_block_t *c = _cca_bins_best_fit(bins, size);
+        if (c && c == n) c = _cca_bins_next(bins, n); /* n would be part of the merged block */
+        if (c && key_before(c->size, c->addr, msize, b->addr)) return NULL;
+    }
+    bool was = b->prev || (nf ? n->next : n);
+    int64_t dcount = (int64_t)nf - (int64_t)was;
+    int64_t dbytes = (nf ? (int64_t)n->size : 0) - (was ? (int64_t)msize : 0);
+    /* Handing b out undoes its park exactly, except for requested bytes:
+     * if no lease shrank and no figure rose since, only that one needs
+     * checking. */
+#define UNPARK_FITS \
+    (lease_ok(st, CCA_K_requested_bytes, pool, (int64_t)requested) && \
+     (st->epoch == st->parked_epoch[pool] || \
+      (lease_ok(st, CCA_K_allocation, pool, 1) && lease_ok(st, CCA_K_active, pool, 1) && \
+       lease_ok(st, CCA_K_allocated_bytes, pool, (int64_t)size) && lease_ok(st, CCA_K_active_bytes, pool, (int64_t)size) && \
+       lease_ok(st, CCA_K_inactive_split, pool, dcount) && lease_ok(st, CCA_K_inactive_split_bytes, pool, dbytes))))
+    if (!UNPARK_FITS && (!_cca_counters_steal(a, st) || !UNPARK_FITS)) return NULL;
+#undef UNPARK_FITS
+    if (dcount) _cca_ctr_hot(st, CCA_K_inactive_split, pool, dcount);
+    if (dbytes) _cca_ctr_hot(st, CCA_K_inactive_split_bytes, pool, dbytes);
+    _cca_ctr_hot(st, CCA_K_allocation, pool, 1);
+    _cca_ctr_hot(st, CCA_K_active, pool, 1);
+    _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, (int64_t)size);
+    _cca_ctr_hot(st, CCA_K_active_bytes, pool, (int64_t)size);
+    _cca_ctr_hot(st, CCA_K_requested_bytes, pool, (int64_t)requested);
+    st->parked[pool] = NULL;
+    st->epoch++;
+    b->state = CCA_BLOCK_ALLOCATED;
+    b->requested = requested;
+    return b;
 }

@@ -113,6 +113,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
     size_t mapped = 0;
     for (cca_stream_t *s = a->streams; s; s = s->next) {
         mapped += s->live.count;
+        CHECK(!s->parked[0] && !s->parked[1], "a parked block survived the all-locked path");
         for (int k = 0; k < CCA_NSHARD; k++) {
             const cca_ctr_t *c = &s->ctr[k];
             CHECK(c->cur[0] <= c->lease[1] && c->cur[1] <= c->lease[2] && c->cur[0] + c->cur[1] <= c->lease[0],

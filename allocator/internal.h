@@ -32,6 +32,7 @@ typedef enum cca_block_state {
     CCA_BLOCK_FREE = 0,                               /* inactive, in its stream's free tree */
     CCA_BLOCK_ALLOCATED,                              /* handed out */
     CCA_BLOCK_PENDING,                                /* freed, awaiting stream events */
+    CCA_BLOCK_PARKED,                                 /* freed and counted as merged, not yet merged */
 } cca_block_state_t;
 
 typedef struct cca_block cca_block_t;
@@ -118,6 +119,9 @@ struct cca_stream {
     cca_ctr_t ctr[CCA_NSHARD];
     cca_ptrmap_t live;                                /* handed-out address -> block */
     cca_block_t *spare;                               /* recycled block structs (via next) */
+    cca_block_t *parked[2];                           /* per pool: last freed block, merge deferred */
+    uint64_t parked_epoch[2];                         /* epoch when it was parked */
+    uint64_t epoch;                                   /* bumped when its leases shrink or its figures rise */
     cca_bins_t free[2];                               /* free blocks, per pool */
     cca_stream_t *_Atomic next;                       /* allocator's stream list (append only) */
 };
@@ -185,6 +189,7 @@ void         _cca_bins_remove(cca_bins_t *bs, cca_block_t *b);
 void         _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t new_size);
 cca_block_t *_cca_bins_best_fit(const cca_bins_t *bs, size_t size);   /* smallest (size, addr) >= size */
 cca_block_t *_cca_bins_largest(const cca_bins_t *bs);
+cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b);    /* next in (size, addr) order */
 bool         _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b);
 void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg);
 
@@ -215,7 +220,8 @@ extern __attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_st
 static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
 {
     uintptr_t h = (uintptr_t)s;
-    return h > (uintptr_t)cudaStreamPerThread ? h : _cca_stream_key_special(device, s);
+    if (h > (uintptr_t)cudaStreamPerThread) return h;
+    return h == (uintptr_t)cudaStreamPerThread ? _cca_stream_key_special(device, s) : 0;
 }
 
 /* a's stream `key`, if this thread used it lately. */
@@ -253,10 +259,18 @@ void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
 cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
 void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
 void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
-void         _cca_insert_free(cca_allocator_t *a, cca_block_t *b);
 bool         _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_block_t *b,
                             size_t size, size_t requested);
-bool         _cca_free_fits(const cca_stream_t *st, const cca_block_t *b);
+bool         _cca_free_fits(const cca_stream_t *st, const cca_block_t *b, int64_t d[2]);
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2]);
+cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
+void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+
+/* Does the merge a parked block of st's pool deferred, if there is one. */
+static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    if (st->parked[pool]) _cca_flush_parked_block(a, st, pool);
+}
 
 /* segment.c: segments and the device (all locked). */
 typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
@@ -313,6 +327,14 @@ static inline void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
 
 static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
+
+/* The hot path's _cca_ctr_add (all_locked is false there). */
+static inline void _cca_ctr_hot(cca_stream_t *st, int k, int pool, int64_t d)
+{
+    cca_ctr_t *c = &st->ctr[k];
+    c->cur[pool] += d;
+    if (d > 0) c->inc[pool] += d;
+}
 
 /* Adds d to stream st's figure k in `pool` (CCA_PSMALL/CCA_PLARGE). The
  * all-locked view follows when all locked; the hot path (one stream lock,

@@ -88,6 +88,7 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
         int64_t total[CCA_POOL_COUNT] = { 0 };
         for (cca_stream_t *st = a->streams; st; st = st->next) {
             cca_ctr_t *c = &st->ctr[k];
+            st->epoch++;
             for (int q = 0; q < 2; q++)
                 if (c->cur[q] > c->high[q]) c->high[q] = c->cur[q];
             for (int p = 0; p < CCA_POOL_COUNT; p++) {
@@ -128,6 +129,7 @@ bool _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st)
                 st->ctr[k].lease[p] += move;
                 got = true;
             }
+        if (got) o->epoch++;
         _cca_unlock(&o->lock);
     }
     return got;

@@ -1,0 +1,84 @@
+/* test_equivalence.c - the hot path's shortcuts (parking a freed block,
+ * leases) must be invisible: the same sequence of calls gives the same
+ * addresses and the same statistics as when every call takes the
+ * all-locked path (forced here by a watch that never fires). */
+#include <stdint.h>
+#include "common.h"
+
+#define OPS 6000
+#define LIVE 48
+
+typedef struct run {
+    uintptr_t addr[OPS];                  /* each allocation's offset from the first one */
+    cca_stats_t stats[OPS / 500 + 1];
+} run_t;
+
+static void ignore(void *arg, cca_watch_kind_t which, size_t bytes, int rising)
+{
+    (void)arg; (void)which; (void)bytes; (void)rising;
+}
+
+static void run_sequence(const char *conf, bool all_locked, uint64_t seed, run_t *out)
+{
+    static const size_t sizes[] = { 512, 1000, 4096, 65536, 1 << 20, 3 << 20, 12 << 20, 25 << 20, 130 << 20 };
+    cca_sim_reset();
+    cca_allocator_t *a = make_alloc(conf);
+    uint64_t id;
+    if (all_locked) cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, SIZE_MAX / 2, ignore, NULL, &id), CCA_OK);
+    void *live[LIVE] = { 0 };
+    uintptr_t base = 0;
+    int last = -1, snaps = 0;
+    for (int i = 0; i < OPS; i++) {
+        seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+        int slot = (int)(seed % LIVE);
+        if ((seed >> 8) % 3 == 0 && last >= 0 && live[last]) slot = last;   /* free what was just allocated */
+        out->addr[i] = 0;
+        if (live[slot]) {
+            free_ok(a, live[slot]);
+            live[slot] = NULL;
+        } else {
+            live[slot] = alloc_ok(a, sizes[(seed >> 16) % 9] + (seed >> 40) % 3 * 512, NULL);
+            if (!base) base = (uintptr_t)live[slot];
+            out->addr[i] = (uintptr_t)live[slot] - base;
+            last = slot;
+        }
+        if (i % 500 == 0) out->stats[snaps++] = stats_of(a);
+    }
+    out->stats[snaps] = stats_of(a);
+    for (int i = 0; i < LIVE; i++) free_ok(a, live[i]);
+    if (all_locked) cca_unwatch(a, id);
+    finish(a);
+}
+
+static void compare(const char *conf, uint64_t seed)
+{
+    static run_t fast, slow;
+    run_sequence(conf, false, seed, &fast);
+    run_sequence(conf, true, seed, &slow);
+    for (int i = 0; i < OPS; i++)
+        cr_assert_eq(fast.addr[i], slow.addr[i], "'%s': call %d placed at +%#lx, all-locked at +%#lx",
+                     conf, i, (unsigned long)fast.addr[i], (unsigned long)slow.addr[i]);
+    for (int k = 0; k <= OPS / 500; k++) {
+        cca_stats_t *f = &fast.stats[k], *s = &slow.stats[k];
+#define SAME_STAT_(name, doc) \
+        for (int p = 0; p < CCA_POOL_COUNT; p++) \
+            cr_assert(f->name[p].current == s->name[p].current && f->name[p].peak == s->name[p].peak && \
+                      f->name[p].allocated == s->name[p].allocated && f->name[p].freed == s->name[p].freed, \
+                      "'%s', snapshot %d: " #name "[%d] %lld/%lld/%lld/%lld, all-locked %lld/%lld/%lld/%lld", conf, k, p, \
+                      (long long)f->name[p].current, (long long)f->name[p].peak, (long long)f->name[p].allocated, \
+                      (long long)f->name[p].freed, (long long)s->name[p].current, (long long)s->name[p].peak, \
+                      (long long)s->name[p].allocated, (long long)s->name[p].freed);
+        CCA_STAT_FIELDS(SAME_STAT_)
+#undef SAME_STAT_
+#define SAME_COUNTER_(name, doc) cr_assert_eq(f->name, s->name, "'%s', snapshot %d: " #name, conf, k);
+        CCA_COUNTER_FIELDS(SAME_COUNTER_)
+#undef SAME_COUNTER_
+    }
+}
+
+TestSuite(equivalence);
+
+Test(equivalence, default_rules) { compare("", 0x9E3779B97F4A7C15ull); }
+Test(equivalence, default_rules_other_seed) { compare("", 12345); }
+Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777); }
+Test(equivalence, lean_preset) { compare("preset:lean", 4242); }
