@@ -18,13 +18,15 @@ static void ignore(void *arg, cca_watch_kind_t which, size_t bytes, int rising)
     (void)arg; (void)which; (void)bytes; (void)rising;
 }
 
-static void run_sequence(const char *conf, bool all_locked, uint64_t seed, run_t *out)
+static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int nstreams, run_t *out)
 {
     static const size_t sizes[] = { 512, 1000, 4096, 65536, 1 << 20, 3 << 20, 12 << 20, 25 << 20, 130 << 20 };
     cca_sim_reset();
     cca_allocator_t *a = make_alloc(conf);
     uint64_t id;
     if (all_locked) cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, SIZE_MAX / 2, ignore, NULL, &id), CCA_OK);
+    cudaStream_t streams[3] = { NULL, NULL, NULL };
+    for (int i = 1; i < nstreams; i++) cr_assert_eq(cudaStreamCreate(&streams[i]), cudaSuccess);
     void *live[LIVE] = { 0 };
     uintptr_t base = 0;
     int last = -1, snaps = 0;
@@ -37,7 +39,7 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, run_t
             free_ok(a, live[slot]);
             live[slot] = NULL;
         } else {
-            live[slot] = alloc_ok(a, sizes[(seed >> 16) % 9] + (seed >> 40) % 3 * 512, NULL);
+            live[slot] = alloc_ok(a, sizes[(seed >> 16) % 9] + (seed >> 40) % 3 * 512, streams[(seed >> 50) % nstreams]);
             if (!base) base = (uintptr_t)live[slot];
             out->addr[i] = (uintptr_t)live[slot] - base;
             last = slot;
@@ -48,13 +50,14 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, run_t
     for (int i = 0; i < LIVE; i++) free_ok(a, live[i]);
     if (all_locked) cca_unwatch(a, id);
     finish(a);
+    for (int i = 1; i < nstreams; i++) cudaStreamDestroy(streams[i]);
 }
 
-static void compare(const char *conf, uint64_t seed)
+static void compare(const char *conf, uint64_t seed, int nstreams)
 {
     static run_t fast, slow;
-    run_sequence(conf, false, seed, &fast);
-    run_sequence(conf, true, seed, &slow);
+    run_sequence(conf, false, seed, nstreams, &fast);
+    run_sequence(conf, true, seed, nstreams, &slow);
     for (int i = 0; i < OPS; i++)
         cr_assert_eq(fast.addr[i], slow.addr[i], "'%s': call %d placed at +%#lx, all-locked at +%#lx",
                      conf, i, (unsigned long)fast.addr[i], (unsigned long)slow.addr[i]);
@@ -78,7 +81,9 @@ static void compare(const char *conf, uint64_t seed)
 
 TestSuite(equivalence);
 
-Test(equivalence, default_rules) { compare("", 0x9E3779B97F4A7C15ull); }
-Test(equivalence, default_rules_other_seed) { compare("", 12345); }
-Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777); }
-Test(equivalence, lean_preset) { compare("preset:lean", 4242); }
+Test(equivalence, default_rules) { compare("", 0x9E3779B97F4A7C15ull, 1); }
+Test(equivalence, default_rules_other_seed) { compare("", 12345, 1); }
+Test(equivalence, default_rules_three_streams) { compare("", 99, 3); }
+Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777, 1); }
+Test(equivalence, lean_preset) { compare("preset:lean", 4242, 1); }
+Test(equivalence, lean_preset_three_streams) { compare("preset:lean", 31337, 3); }
