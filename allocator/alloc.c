@@ -105,11 +105,13 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
-    if (__builtin_expect(!_cca_take_fits(a, st, b, rounded, size), 0) &&
-        (!_cca_counters_steal(a, st) || !_cca_take_fits(a, st, b, rounded, size)))
-        return false;
+    int64_t d[CCA_NSHARD];
+    _cca_take_deltas(a, b, rounded, size, d);
+    int room = _cca_counters_fit(st, pool, d) ? 1 : _cca_counters_make_room(a, st, pool, d);
+    if (!room) return false;
     note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
+    if (room == 2) _cca_counters_release_others(a, st);
     _cca_ptrmap_put(&st->live, b->addr, b);
     st->epoch++;
     *ptr = (void *)b->addr;
@@ -159,7 +161,7 @@ static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b
 }
 
 /* The hot path's free: the block is parked if it can be, else merged. */
-static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2])
+static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[CCA_NSHARD])
 {
     int pool = b->seg->pool;
     _cca_ctr_hot(st, CCA_K_allocation, pool, -1);
@@ -195,13 +197,19 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
             break;
         }
         cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
-        bool fast = false;
-        int64_t d[2];
+        int room = 0;
+        int64_t d[CCA_NSHARD];
         if (b && b->state == CCA_BLOCK_ALLOCATED && b->n_uses == 0) {
             _cca_flush_parked(a, st, b->seg->pool);   /* its neighbours as they really are */
-            fast = _cca_free_fits(st, b, d) || (_cca_counters_steal(a, st) && _cca_free_fits(st, b, d));
+            _cca_free_deltas(b, d);
+            int pool = b->seg->pool;
+            bool fits = _cca_lease_ok(st, CCA_K_inactive_split, pool, d[CCA_K_inactive_split]) &&   /* the only */
+                        _cca_lease_ok(st, CCA_K_inactive_split_bytes, pool, d[CCA_K_inactive_split_bytes]); /* rises */
+            room = fits ? 1 : _cca_counters_make_room(a, st, pool, d);
         }
-        if (fast) free_fast(a, st, b, d);
+        if (room) free_fast(a, st, b, d);
+        if (room == 2) _cca_counters_release_others(a, st);
+        bool fast = room != 0;
         _cca_unlock(&st->lock);
         if (fast) return CCA_OK;
         if (b) break;                                  /* found, but needs the all-locked path */

@@ -51,14 +51,6 @@ static inline void split_delta(cca_allocator_t *a, cca_stream_t *st, int pool, i
     if (dbytes) _cca_ctr_add(a, st, CCA_K_inactive_split_bytes, pool, dbytes);
 }
 
-static void merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes);
-
-static inline bool should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
-{
-    size_t remaining = b->size - size;
-    if (b->seg->pool == CCA_PSMALL) return remaining >= CCA_MIN_BLOCK;
-    return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
-}
 
 /* Inserts a free block into its bins, merged with its free neighbours;
  * `count`: change the inactive-split figures (false for a parked block,
@@ -70,7 +62,7 @@ static void insert_free(cca_allocator_t *a, cca_block_t *b, bool count)
     bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
     if (count) {
         int64_t dcount, dbytes;
-        merge_deltas(b, &dcount, &dbytes);
+        _cca_merge_deltas(b, &dcount, &dbytes);
         split_delta(a, st, b->seg->pool, dcount, dbytes);
         b->gc_base = gc_now(a);
     }
@@ -123,24 +115,13 @@ cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size
     return b;
 }
 
-/* What taking `size` bytes of free block b does to the inactive-split
- * figures: b stops counting, the split-off rest (if any) counts. */
-static inline bool take_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size,
-                               int64_t *dcount, int64_t *dbytes)
-{
-    bool split = should_split(a, b, size), was = _cca_block_is_split(b);
-    *dcount = (int64_t)split - (int64_t)was;
-    *dbytes = (split ? (int64_t)(b->size - size) : 0) - (was ? (int64_t)b->size : 0);
-    return split;
-}
-
 /* Hands out the first `size` bytes of free block b, splitting off the rest. */
 void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested)
 {
     cca_stream_t *st = b->seg->stream;
     int pool = b->seg->pool;
     int64_t dcount, dbytes;
-    if (take_deltas(a, b, size, &dcount, &dbytes)) {
+    if (_cca_take_split_deltas(a, b, size, &dcount, &dbytes)) {
         cca_block_t *r = _cca_block_new(st);   /* cannot fail: a spare was reserved by the caller */
         r->addr = b->addr + size;
         r->seg = b->seg;
@@ -165,48 +146,6 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
     _cca_ctr_add(a, st, CCA_K_requested_bytes, pool, (int64_t)requested);
 }
 
-/* Whether raising figure k of the stream by d stays within its leases. */
-static inline bool lease_ok(const cca_stream_t *st, int k, int pool, int64_t d)
-{
-    const cca_ctr_t *c = &st->ctr[k];
-    return d <= 0 || (c->cur[pool] + d <= c->lease[1 + pool] && c->cur[0] + c->cur[1] + d <= c->lease[0]);
-}
-
-bool _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_block_t *b,
-                    size_t size, size_t requested)
-{
-    int pool = b->seg->pool;
-    int64_t dcount, dbytes;
-    bool split = take_deltas(a, b, size, &dcount, &dbytes);
-    int64_t bytes = (int64_t)(split ? size : b->size);
-    return lease_ok(st, CCA_K_allocation, pool, 1) && lease_ok(st, CCA_K_active, pool, 1) &&
-           lease_ok(st, CCA_K_allocated_bytes, pool, bytes) && lease_ok(st, CCA_K_active_bytes, pool, bytes) &&
-           lease_ok(st, CCA_K_requested_bytes, pool, (int64_t)requested) &&
-           lease_ok(st, CCA_K_inactive_split, pool, dcount) &&
-           lease_ok(st, CCA_K_inactive_split_bytes, pool, dbytes);
-}
-
-/* What freeing b does to its pool's inactive-split figures: its free
- * neighbours stop counting, the merged block counts if its segment stays split. */
-static void merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes)
-{
-    const cca_block_t *p = b->prev, *n = b->next;
-    bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
-    int64_t size = (int64_t)b->size + (pf ? (int64_t)p->size : 0) + (nf ? (int64_t)n->size : 0);
-    bool split = (pf ? p->prev : p) || (nf ? n->next : n);
-    *dcount = (int64_t)split - (int64_t)pf - (int64_t)nf;
-    *dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
-}
-
-/* Freeing b changes only inactive-split figures upwards (the merge); *d
- * gets the change, for _cca_park. */
-bool _cca_free_fits(const cca_stream_t *st, const cca_block_t *b, int64_t d[2])
-{
-    merge_deltas(b, &d[0], &d[1]);
-    int pool = b->seg->pool;
-    return lease_ok(st, CCA_K_inactive_split, pool, d[0]) && lease_ok(st, CCA_K_inactive_split_bytes, pool, d[1]);
-}
-
 /* ---- parking: the same size back at once, without split and merge ------
  * A block freed on the hot path whose previous neighbour is not free is
  * "parked": its figures change at once as if it had been merged with its
@@ -218,16 +157,16 @@ bool _cca_free_fits(const cca_stream_t *st, const cca_block_t *b, int64_t d[2])
  * quietly. Every observable figure and address is PyTorch's. */
 
 /* Parks b, allocated with no other stream's use, its allocation figures
- * already dropped by the caller, d its merge's change from _cca_free_fits;
+ * already dropped by the caller, d its free's change (_cca_free_deltas);
  * false if it cannot be parked. */
-bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2])
+bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[CCA_NSHARD])
 {
     int pool = b->seg->pool;
     if (st->parked[pool] || (b->prev && b->prev->state == CCA_BLOCK_FREE)) return false;
     _cca_ctr_hot(st, CCA_K_active, pool, -1);
     _cca_ctr_hot(st, CCA_K_active_bytes, pool, -(int64_t)b->size);
-    if (d[0]) _cca_ctr_hot(st, CCA_K_inactive_split, pool, d[0]);
-    if (d[1]) _cca_ctr_hot(st, CCA_K_inactive_split_bytes, pool, d[1]);
+    if (d[CCA_K_inactive_split]) _cca_ctr_hot(st, CCA_K_inactive_split, pool, d[CCA_K_inactive_split]);
+    if (d[CCA_K_inactive_split_bytes]) _cca_ctr_hot(st, CCA_K_inactive_split_bytes, pool, d[CCA_K_inactive_split_bytes]);
     b->state = CCA_BLOCK_PARKED;
     b->requested = 0;
     b->gc_base = gc_now(a);
@@ -276,14 +215,14 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     /* Handing b out undoes its park exactly, except for requested bytes:
      * if no lease shrank and no figure rose since, only that one needs
      * checking. */
-#define UNPARK_FITS \
-    (lease_ok(st, CCA_K_requested_bytes, pool, (int64_t)requested) && \
-     (st->epoch == st->parked_epoch[pool] || \
-      (lease_ok(st, CCA_K_allocation, pool, 1) && lease_ok(st, CCA_K_active, pool, 1) && \
-       lease_ok(st, CCA_K_allocated_bytes, pool, (int64_t)size) && lease_ok(st, CCA_K_active_bytes, pool, (int64_t)size) && \
-       lease_ok(st, CCA_K_inactive_split, pool, dcount) && lease_ok(st, CCA_K_inactive_split_bytes, pool, dbytes))))
-    if (!UNPARK_FITS && (!_cca_counters_steal(a, st) || !UNPARK_FITS)) return NULL;
-#undef UNPARK_FITS
+    int64_t d[CCA_NSHARD] = { [CCA_K_allocation] = 1, [CCA_K_active] = 1,
+                              [CCA_K_allocated_bytes] = (int64_t)size, [CCA_K_active_bytes] = (int64_t)size,
+                              [CCA_K_requested_bytes] = (int64_t)requested,
+                              [CCA_K_inactive_split] = dcount, [CCA_K_inactive_split_bytes] = dbytes };
+    bool quick = st->epoch == st->parked_epoch[pool] &&
+                 _cca_lease_ok(st, CCA_K_requested_bytes, pool, (int64_t)requested);
+    int room = quick ? 1 : _cca_counters_make_room(a, st, pool, d);
+    if (!room) return NULL;
     if (dcount) _cca_ctr_hot(st, CCA_K_inactive_split, pool, dcount);
     if (dbytes) _cca_ctr_hot(st, CCA_K_inactive_split_bytes, pool, dbytes);
     _cca_ctr_hot(st, CCA_K_allocation, pool, 1);
@@ -291,6 +230,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, (int64_t)size);
     _cca_ctr_hot(st, CCA_K_active_bytes, pool, (int64_t)size);
     _cca_ctr_hot(st, CCA_K_requested_bytes, pool, (int64_t)requested);
+    if (room == 2) _cca_counters_release_others(a, st);
     st->parked[pool] = NULL;
     st->epoch++;
     b->state = CCA_BLOCK_ALLOCATED;

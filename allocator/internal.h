@@ -259,10 +259,7 @@ void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
 cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
 void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
 void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
-bool         _cca_take_fits(const cca_allocator_t *a, const cca_stream_t *st, const cca_block_t *b,
-                            size_t size, size_t requested);
-bool         _cca_free_fits(const cca_stream_t *st, const cca_block_t *b, int64_t d[2]);
-bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[2]);
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[CCA_NSHARD]);
 cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
 void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 
@@ -293,6 +290,11 @@ void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
 bool         _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
+/* Makes room under st's leases for the change d (st locked, hot path): 0
+ * none (take the all-locked path), 1 room, 2 room with the other streams
+ * held: apply d, then _cca_counters_release_others. */
+int          _cca_counters_make_room(cca_allocator_t *a, cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD]);
+void         _cca_counters_release_others(cca_allocator_t *a, cca_stream_t *st);
 cca_stat_t  *_cca_shard_stat(cca_stats_t *s, int k);
 
 /* stats/stats.c: optional accounting attached to the allocator. */
@@ -328,6 +330,21 @@ static inline void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
 static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
 
+/* Whether changing stream st's figure k (pool `pool`) by d stays within its leases. */
+static inline bool _cca_lease_ok(const cca_stream_t *st, int k, int pool, int64_t d)
+{
+    const cca_ctr_t *c = &st->ctr[k];
+    return d <= 0 || (c->cur[pool] + d <= c->lease[1 + pool] && c->cur[0] + c->cur[1] + d <= c->lease[0]);
+}
+
+/* Whether changing stream st's figures by d (pool `pool`) stays within its leases. */
+static inline bool _cca_counters_fit(const cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD])
+{
+    for (int k = 0; k < CCA_NSHARD; k++)
+        if (!_cca_lease_ok(st, k, pool, d[k])) return false;
+    return true;
+}
+
 /* The hot path's _cca_ctr_add (all_locked is false there). */
 static inline void _cca_ctr_hot(cca_stream_t *st, int k, int pool, int64_t d)
 {
@@ -345,6 +362,62 @@ static inline void _cca_ctr_add(cca_allocator_t *a, cca_stream_t *st, int k, int
     c->cur[pool] += d;
     if (d > 0) c->inc[pool] += d;
     if (__builtin_expect(a->all_locked, 0)) _cca_ctr_track(a, k, pool, d);
+}
+
+
+/* ---- block.c's small helpers, inline for the hot path ---------------- */
+
+static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
+{
+    size_t remaining = b->size - size;
+    if (b->seg->pool == CCA_PSMALL) return remaining >= CCA_MIN_BLOCK;
+    return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
+}
+
+/* What taking `size` bytes of free block b does to the inactive-split
+ * figures: b stops counting, the split-off rest (if any) counts. */
+static inline bool _cca_take_split_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size,
+                               int64_t *dcount, int64_t *dbytes)
+{
+    bool split = _cca_should_split(a, b, size), was = _cca_block_is_split(b);
+    *dcount = (int64_t)split - (int64_t)was;
+    *dbytes = (split ? (int64_t)(b->size - size) : 0) - (was ? (int64_t)b->size : 0);
+    return split;
+}
+
+/* What freeing b does to its pool's inactive-split figures: its free
+ * neighbours stop counting, the merged block counts if its segment stays split. */
+static inline void _cca_merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes)
+{
+    const cca_block_t *p = b->prev, *n = b->next;
+    bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
+    int64_t size = (int64_t)b->size + (pf ? (int64_t)p->size : 0) + (nf ? (int64_t)n->size : 0);
+    bool split = (pf ? p->prev : p) || (nf ? n->next : n);
+    *dcount = (int64_t)split - (int64_t)pf - (int64_t)nf;
+    *dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
+}
+
+/* The change to st's figures that taking `size` bytes of b makes. */
+static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size, size_t requested,
+                      int64_t d[CCA_NSHARD])
+{
+    int64_t dcount, dbytes;
+    bool split = _cca_take_split_deltas(a, b, size, &dcount, &dbytes);
+    int64_t bytes = (int64_t)(split ? size : b->size);
+    d[CCA_K_allocation] = d[CCA_K_active] = 1;
+    d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = bytes;
+    d[CCA_K_requested_bytes] = (int64_t)requested;
+    d[CCA_K_inactive_split] = dcount;
+    d[CCA_K_inactive_split_bytes] = dbytes;
+}
+
+/* The change to its stream's figures that freeing allocated block b makes. */
+static inline void _cca_free_deltas(const cca_block_t *b, int64_t d[CCA_NSHARD])
+{
+    _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
+    d[CCA_K_allocation] = d[CCA_K_active] = -1;
+    d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = -(int64_t)b->size;
+    d[CCA_K_requested_bytes] = -(int64_t)b->requested;
 }
 
 #endif /* CCA_INTERNAL_H */

@@ -134,3 +134,61 @@ bool _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st)
     }
     return got;
 }
+
+/* The change d would set new peaks: with every other stream's lock taken
+ * (never waiting), raise the peaks to the sums the change gives and hand st
+ * all the room under them. The caller applies the change before it lets go
+ * of the others (_cca_counters_release_others), so the new peaks are sums
+ * that really happen. False if a stream was busy. */
+static bool take_all_others(cca_allocator_t *a, cca_stream_t *st)
+{
+    for (cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o == st || _cca_trylock(&o->lock)) continue;
+        for (cca_stream_t *u = a->streams; u != o; u = u->next)
+            if (u != st) _cca_unlock(&u->lock);
+        return false;
+    }
+    return true;
+}
+
+void _cca_counters_release_others(cca_allocator_t *a, cca_stream_t *st)
+{
+    for (cca_stream_t *o = a->streams; o; o = o->next)
+        if (o != st) _cca_unlock(&o->lock);
+}
+
+static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD])
+{
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        if (d[k] <= 0) continue;
+        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        const int ps[2] = { CCA_POOL_ALL, 1 + pool };
+        for (int i = 0; i < 2; i++) {
+            int p = ps[i];
+            int64_t sum = 0;
+            for (cca_stream_t *o = a->streams; o; o = o->next) sum += cur_of(&o->ctr[k], p);
+            if (sum + d[k] > f[p].peak) f[p].peak = sum + d[k];
+            for (cca_stream_t *o = a->streams; o; o = o->next) {
+                if (o == st) continue;
+                o->ctr[k].lease[p] = cur_of(&o->ctr[k], p);
+                o->epoch++;
+            }
+            st->ctr[k].lease[p] = cur_of(&st->ctr[k], p) + f[p].peak - sum;
+        }
+    }
+}
+
+int _cca_counters_make_room(cca_allocator_t *a, cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD])
+{
+    if (_cca_counters_fit(st, pool, d)) return 1;
+    if (_cca_counters_steal(a, st) && _cca_counters_fit(st, pool, d)) return 1;
+    for (int tries = 0; tries < 4; tries++) {
+        if (!take_all_others(a, st)) {
+            _cca_cpu_relax();
+            continue;
+        }
+        raise_peaks(a, st, pool, d);
+        return 2;
+    }
+    return 0;
+}
