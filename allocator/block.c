@@ -171,7 +171,7 @@ bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64
     b->requested = 0;
     b->gc_base = gc_now(a);
     st->parked[pool] = b;
-    st->parked_epoch[pool] = st->epoch;
+    st->parked_epoch[pool] = ++st->epoch;     /* a block parked in the other pool may rise no more */
     return true;
 }
 
