@@ -463,3 +463,27 @@ Test(core, per_thread_stream_is_a_different_stream_in_each_thread)
     cr_assert_eq(cca_sim_calls(CCA_SIM_STREAM_GET_ID), ids, "the per-thread id is cached");
     finish(a);
 }
+
+/* A block parked in one pool, a rise in the other, then the parked block
+ * handed back: the all-pools peak must see the sum of both. */
+Test(core, peaks_across_pools_with_parked_blocks)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *s1 = alloc_ok(a, 1 * KiB, NULL);
+    void *l1 = alloc_ok(a, 3 * MiB, NULL), *l2 = alloc_ok(a, 3 * MiB, NULL);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, inactive_split, CCA_POOL_ALL, 2);
+    free_ok(a, s1);                        /* merges its segment whole: small 0 */
+    free_ok(a, l1);                        /* becomes a free block between allocated ones: large 2 */
+    void *s2 = alloc_ok(a, 1 * KiB, NULL); /* the small remainder counts again: 3 in all */
+    cr_assert_eq(s2, s1);
+    s = stats_of(a);
+    ASSERT_STAT(s, inactive_split, CCA_POOL_ALL, 3);
+    ASSERT_PEAK(s, inactive_split, CCA_POOL_ALL, 3);
+    ASSERT_PEAK(s, inactive_split, CCA_POOL_LARGE, 2);
+    ASSERT_PEAK(s, inactive_split, CCA_POOL_SMALL, 1);
+    check_ok(a);
+    free_ok(a, s2);
+    free_ok(a, l2);
+    finish(a);
+}

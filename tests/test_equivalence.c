@@ -45,6 +45,7 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int n
             last = slot;
         }
         if (i % 500 == 0) out->stats[snaps++] = stats_of(a);
+        if (i % 97 == 0) check_ok(a);              /* leases too: no stream above its lease */
     }
     out->stats[snaps] = stats_of(a);
     for (int i = 0; i < LIVE; i++) free_ok(a, live[i]);
