@@ -285,6 +285,7 @@ cca_status_t cca_reset_peak_stats(cca_allocator_t *a)
     for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].peak = a->stats.name[p].current;
     CCA_STAT_FIELDS(RESET_PEAK_)
 #undef RESET_PEAK_
+    a->counters_moved = true;                  /* the leases must shrink to the new peaks */
     _cca_unlock_all(a, NULL);
     return CCA_OK;
 }

@@ -146,6 +146,7 @@ typedef struct cca_oom_ctx {
 struct cca_allocator {
     cca_lock_t lock;                                  /* first of the all-locked path */
     bool all_locked;                                  /* set while the all-locked path runs */
+    bool counters_moved;                              /* all locked: figures or peaks changed, deal leases anew */
     uint64_t id;                                      /* unique per allocator, for thread caches */
     cca_config_t cfg;
     bool plain_rounding;                              /* no roundup_power2_divisions set */

@@ -22,6 +22,7 @@ cca_stat_t *_cca_shard_stat(cca_stats_t *s, int k)
 void _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d)
 {
     _cca_stat_add(_cca_shard_stat(&a->stats, k), _cca_pool_stat(pool), d);
+    a->counters_moved = true;
 }
 
 /* Figures of stream st for stat k, by public pool index. */
@@ -37,17 +38,21 @@ static inline int64_t inc_of(const cca_ctr_t *c, int p)
 
 void _cca_counters_refresh(cca_allocator_t *a)
 {
+    int64_t cur[CCA_NSHARD][2] = { { 0 } }, inc[CCA_NSHARD][2] = { { 0 } };
+    for (const cca_stream_t *st = a->streams; st; st = st->next)
+        for (int k = 0; k < CCA_NSHARD; k++)
+            for (int q = 0; q < 2; q++) {
+                cur[k][q] += st->ctr[k].cur[q];
+                inc[k][q] += st->ctr[k].inc[q];
+            }
     for (int k = 0; k < CCA_NSHARD; k++) {
         cca_stat_t *f = _cca_shard_stat(&a->stats, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
-            int64_t cur = 0, inc = 0;
-            for (const cca_stream_t *st = a->streams; st; st = st->next) {
-                cur += cur_of(&st->ctr[k], p);
-                inc += inc_of(&st->ctr[k], p);
-            }
-            f[p].current = cur;
-            f[p].allocated = inc - a->inc_base[k][p];
-            f[p].freed = inc - cur - a->freed_base[k][p];
+            int64_t c = p == CCA_POOL_ALL ? cur[k][0] + cur[k][1] : cur[k][p - 1];
+            int64_t i = p == CCA_POOL_ALL ? inc[k][0] + inc[k][1] : inc[k][p - 1];
+            f[p].current = c;
+            f[p].allocated = i - a->inc_base[k][p];
+            f[p].freed = i - c - a->freed_base[k][p];
         }
     }
 }
@@ -83,6 +88,8 @@ static inline int64_t demand_of(const cca_ctr_t *c, int p)
  * served. */
 void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
 {
+    if (!a->counters_moved) return;        /* leases still add up to at most the peaks */
+    a->counters_moved = false;
     for (int k = 0; k < CCA_NSHARD; k++) {
         const cca_stat_t *f = _cca_shard_stat(&a->stats, k);
         int64_t total[CCA_POOL_COUNT] = { 0 };
