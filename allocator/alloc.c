@@ -43,6 +43,14 @@ static void unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 
 /* ---- allocation -------------------------------------------------------- */
 
+/* Host memory ran out (metadata): an out-of-memory too, but not the
+ * device's; counted, no device report. */
+static cca_status_t fail_host(cca_allocator_t *a, const char *what)
+{
+    a->stats.num_ooms++;
+    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
+}
+
 /* Out of memory: count it, report it, leave everything else as it was. */
 static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
@@ -70,8 +78,7 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
     }
     if (a->n_pending) _cca_process_events(a);
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
-    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live))
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_malloc: out of host memory");
+    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return fail_host(a, "cca_malloc");
     size_t rounded = _cca_round_size(&a->cfg, size);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
     note_search(a, pool);
@@ -81,7 +88,7 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
         ctx.alloc_size = _cca_allocation_size(rounded);
         ctx.pool = _cca_pool_stat(pool);
         cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
-        if (s == CCA_ERROR_OUT_OF_MEMORY) return fail_oom(a, &ctx);
+        if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? fail_host(a, "cca_malloc") : fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
     _cca_take_block(a, b, rounded, size);
@@ -93,7 +100,8 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
 /* The hot path, under st's lock: false sends the caller all locked. */
 static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr, size_t size)
 {
-    size_t rounded = size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
+    size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
+                   : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
     cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
@@ -128,7 +136,7 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     if (__builtin_expect(key == UINT64_MAX, 0))
         return _cca_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
-    if (st && size <= CCA_MAX_REQUEST && a->plain_rounding) {
+    if (st && size <= CCA_MAX_REQUEST) {
         _cca_lock(&st->lock);
         /* read under the stream lock: a watch set by the all-locked path
          * either saw this call finish or is seen by it */
@@ -228,7 +236,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 
 /* ---- the rest of the API ----------------------------------------------- */
 
-static cca_status_t add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
+static cca_status_t add_use(cca_allocator_t *a, cca_block_t *b, cudaStream_t stream, uint64_t key)
 {
     if (key == b->seg->stream->key) return CCA_OK;        /* its own stream is no extra use */
     for (int i = 0; i < b->n_uses; i++)
@@ -236,7 +244,7 @@ static cca_status_t add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
     if (b->n_uses == b->cap_uses) {
         int cap = b->cap_uses ? b->cap_uses * 2 : 2;
         cca_use_t *u = realloc(b->uses, (size_t)cap * sizeof *u);
-        if (!u) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_stream: out of host memory");
+        if (!u) return fail_host(a, "cca_record_stream");
         b->uses = u;
         b->cap_uses = cap;
     }
@@ -252,7 +260,7 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
         return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
     _cca_lock_all(a);
     cca_block_t *b = ptr ? find_live(a, ptr) : NULL;
-    cca_status_t s = b ? add_use(b, stream, key)
+    cca_status_t s = b ? add_use(a, b, stream, key)
                        : _cca_fail(CCA_ERROR_INVALID_POINTER,
                                    "cca_record_stream: %p is not a live allocation of this allocator", ptr);
     _cca_unlock_all(a, NULL);

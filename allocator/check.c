@@ -121,6 +121,15 @@ static cca_status_t check_locked(cca_allocator_t *a)
         }
     }
     CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
+    for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
+        const cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        for (int p = 0; p < CCA_POOL_COUNT; p++) {
+            int64_t leases = 0;
+            for (cca_stream_t *s = a->streams; s; s = s->next) leases += s->ctr[k].lease[p];
+            CHECK(leases <= f[p].peak, "the streams' leases of figure %d (pool %d) add up to %lld, above its peak %lld",
+                  k, p, (long long)leases, (long long)f[p].peak);
+        }
+    }
     CHECK(a->n_pending == atomic_load(&a->pending_count), "pending count out of step");
     CHECK(w.pending_events == a->n_pending, "%zu events owed by blocks, %zu outstanding", w.pending_events, a->n_pending);
     bool acc = !a->accumulated_reset;

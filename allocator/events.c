@@ -23,12 +23,23 @@ static void pending_done(cca_allocator_t *a, size_t i)
 }
 
 /* Frees the blocks whose stream events completed; never blocks. */
+/* An event that cannot be asked about cannot hold memory forever, nor may
+ * its block be reused while the stream may still use it: wait for the whole
+ * device instead, then the block is safe. */
+static void wait_device(cca_allocator_t *a)
+{
+    _cca_clear_error();
+    dev_guard_t g;
+    if (_cca_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_clear_error();
+    _cca_device_leave(&g);
+}
+
 void _cca_process_events(cca_allocator_t *a)
 {
     for (size_t i = 0; i < a->n_pending;) {
         cudaError_t e = cudaEventQuery(a->pending[i].event);
         if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
-        if (e != cudaSuccess) _cca_clear_error();    /* a broken event cannot hold memory forever */
+        if (e != cudaSuccess) wait_device(a);
         pending_done(a, i);
     }
 }
@@ -37,7 +48,7 @@ void _cca_sync_pending(cca_allocator_t *a)
 {
     a->stats.num_sync_all_streams++;
     while (a->n_pending) {
-        if (cudaEventSynchronize(a->pending[a->n_pending - 1].event) != cudaSuccess) _cca_clear_error();
+        if (cudaEventSynchronize(a->pending[a->n_pending - 1].event) != cudaSuccess) wait_device(a);
         pending_done(a, a->n_pending - 1);
     }
 }

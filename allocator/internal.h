@@ -138,6 +138,7 @@ typedef struct cca_oom_ctx {
     cudaStream_t stream;
     bool cap_refused;                                 /* the cap refused without calling cudaMalloc */
     bool device_refused;                              /* cudaMalloc said out of memory */
+    bool host_failed;                                 /* host memory for metadata ran out */
     bool captured;                                    /* the before-release figures are set */
     size_t free_cached_before, largest_free_before;   /* as the request found the cache */
     size_t reserved_before, allocated_before;

@@ -20,7 +20,7 @@ cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
 
 void _cca_device_leave(dev_guard_t *g)
 {
-    if (g->switched) cudaSetDevice(g->prev);
+    if (g->switched && cudaSetDevice(g->prev) != cudaSuccess) _cca_clear_error();
 }
 
 /* ---- sizes ------------------------------------------------------------- */
@@ -43,11 +43,13 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
         ctx->cap_refused = true;
         return CCA_ERROR_OUT_OF_MEMORY;
     }
+    /* its own block struct: the stream's spare stays for the split that follows */
     cca_segment_t *seg = calloc(1, sizeof *seg);
-    cca_block_t *b = _cca_block_new(st);
+    cca_block_t *b = calloc(1, sizeof *b);
     if (!seg || !b) {
         free(seg);
-        if (b) _cca_block_recycle(st, b);
+        free(b);
+        ctx->host_failed = true;
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
     }
     void *p = NULL;
@@ -58,7 +60,7 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     if (e != cudaSuccess) {
         _cca_clear_error();
         free(seg);
-        _cca_block_recycle(st, b);
+        free(b);
         if (e == cudaErrorMemoryAllocation) {
             ctx->device_refused = true;
             return CCA_ERROR_OUT_OF_MEMORY;
@@ -251,18 +253,19 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
     if (grown > ctx->alloc_size) {
         cca_oom_ctx_t trial = *ctx;
         s = alloc_segment(a, st, pool, grown, &trial, false, out);
-        if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+        ctx->host_failed = trial.host_failed;
+        if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
     }
     s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
-    if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+    if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
     if (release_available(a, st, pool, ctx->rounded)) {
         s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
-        if (s != CCA_ERROR_OUT_OF_MEMORY) return s;
+        if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
     }
     _cca_release_cached(a);
     s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
     size_t least = minimal_size(ctx->rounded);
-    if (s == CCA_ERROR_OUT_OF_MEMORY && POLICY_FALLBACK(a) && least < ctx->alloc_size) {
+    if (s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed && POLICY_FALLBACK(a) && least < ctx->alloc_size) {
         ctx->alloc_size = least;                      /* the report names the smallest segment tried */
         s = alloc_segment(a, st, pool, least, ctx, false, out);
     }

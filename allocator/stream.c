@@ -16,10 +16,13 @@ static uint64_t per_thread_key(int device)
     int cur = -1;
     unsigned long long id = 0;
     bool switched = false;
-    if (cudaGetDevice(&cur) == cudaSuccess && cur != device)
-        switched = cudaSetDevice(device) == cudaSuccess;
-    cudaError_t e = cudaStreamGetId(cudaStreamPerThread, &id);
-    if (switched) cudaSetDevice(cur);
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e == cudaSuccess && cur != device) {
+        e = cudaSetDevice(device);           /* the id is the allocator's device's */
+        switched = e == cudaSuccess;
+    }
+    if (e == cudaSuccess) e = cudaStreamGetId(cudaStreamPerThread, &id);
+    if (switched && cudaSetDevice(cur) != cudaSuccess) _cca_clear_error();
     if (e != cudaSuccess) {
         _cca_clear_error();
         return 0;                           /* caller reports the failure */

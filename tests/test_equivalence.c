@@ -87,4 +87,5 @@ Test(equivalence, default_rules_other_seed) { compare("", 12345, 1); }
 Test(equivalence, default_rules_three_streams) { compare("", 99, 3); }
 Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777, 1); }
 Test(equivalence, lean_preset) { compare("preset:lean", 4242, 1); }
+Test(equivalence, roundup_power2_divisions) { compare("roundup_power2_divisions:[1:2,8:4,>:8]", 5150, 1); }
 Test(equivalence, lean_preset_three_streams) { compare("preset:lean", 31337, 3); }

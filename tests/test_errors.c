@@ -168,8 +168,10 @@ Test(errors, injected_event_query_fault_frees_the_block)
     cca_sim_stream_hold(s2);
     free_ok(a, p);
     cca_sim_fail(CCA_SIM_EVENT_QUERY, 0, cudaErrorInvalidValue);
+    unsigned long syncs = cca_sim_calls(CCA_SIM_DEVICE_SYNCHRONIZE);
     void *q = alloc_ok(a, 8 * KiB, NULL);
     cr_assert_eq(q, p, "a failed query is not left pending forever");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_DEVICE_SYNCHRONIZE), syncs + 1, "the device was waited for first");
     cr_assert_eq(cudaGetLastError(), cudaSuccess);
     free_ok(a, q);
     cca_sim_stream_release(s2);
