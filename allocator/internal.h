@@ -83,9 +83,13 @@ typedef struct cca_bins {                             /* free blocks of one stre
     cca_block_t *root[CCA_BIN_COUNT];                 /* treap by (size, addr) per class */
 } cca_bins_t;
 
+typedef struct cca_ptrmap_slot {
+    uintptr_t key;                                    /* 0 = empty */
+    cca_block_t *block;
+} cca_ptrmap_slot_t;
+
 typedef struct cca_ptrmap {                           /* open addressing, linear probing */
-    uintptr_t *keys;                                  /* 0 = empty */
-    cca_block_t **vals;
+    cca_ptrmap_slot_t *slots;
     size_t mask, count;
 } cca_ptrmap_t;
 

@@ -1,6 +1,7 @@
 /* ptrmap.c - handed-out address -> block, so cca_free finds its block
  * without scanning: open addressing with linear probing and backward-shift
- * deletion (no tombstones), grown at half load. */
+ * deletion (no tombstones), keys and values side by side (one cache line
+ * per probe), grown at half load. */
 #include <stdlib.h>
 #include "internal.h"
 
@@ -14,38 +15,33 @@ static inline size_t slot_of(uintptr_t key, size_t mask)
 bool _cca_ptrmap_init(cca_ptrmap_t *m)
 {
     size_t n = 1024;
-    m->keys = calloc(n, sizeof *m->keys);
-    m->vals = calloc(n, sizeof *m->vals);
+    m->slots = calloc(n, sizeof *m->slots);
     m->mask = n - 1;
     m->count = 0;
-    if (!m->keys || !m->vals) { _cca_ptrmap_fini(m); return false; }
-    return true;
+    return m->slots != NULL;
 }
 
 void _cca_ptrmap_fini(cca_ptrmap_t *m)
 {
-    free(m->keys);
-    free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
+    free(m->slots);
+    m->slots = NULL;
 }
 
 static void put_unchecked(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
 {
     size_t i = slot_of(key, m->mask);
-    while (m->keys[i]) i = (i + 1) & m->mask;
-    m->keys[i] = key;
-    m->vals[i] = b;
+    while (m->slots[i].key) i = (i + 1) & m->mask;
+    m->slots[i].key = key;
+    m->slots[i].block = b;
     m->count++;
 }
 
 static bool grow(cca_ptrmap_t *m)
 {
-    cca_ptrmap_t bigger = { calloc((m->mask + 1) * 2, sizeof(uintptr_t)),
-                            calloc((m->mask + 1) * 2, sizeof(cca_block_t *)), m->mask * 2 + 1, 0 };
-    if (!bigger.keys || !bigger.vals) { _cca_ptrmap_fini(&bigger); return false; }
+    cca_ptrmap_t bigger = { calloc((m->mask + 1) * 2, sizeof *m->slots), m->mask * 2 + 1, 0 };
+    if (!bigger.slots) return false;
     for (size_t i = 0; i <= m->mask; i++)
-        if (m->keys[i]) put_unchecked(&bigger, m->keys[i], m->vals[i]);
+        if (m->slots[i].key) put_unchecked(&bigger, m->slots[i].key, m->slots[i].block);
     _cca_ptrmap_fini(m);
     *m = bigger;
     return true;
@@ -66,28 +62,27 @@ bool _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
 
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key)
 {
-    for (size_t i = slot_of(key, m->mask); m->keys[i]; i = (i + 1) & m->mask)
-        if (m->keys[i] == key) return m->vals[i];
+    for (size_t i = slot_of(key, m->mask); m->slots[i].key; i = (i + 1) & m->mask)
+        if (m->slots[i].key == key) return m->slots[i].block;
     return NULL;
 }
 
 cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key)
 {
     size_t i = slot_of(key, m->mask);
-    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & m->mask;
-    if (!m->keys[i]) return NULL;
-    cca_block_t *b = m->vals[i];
+    while (m->slots[i].key && m->slots[i].key != key) i = (i + 1) & m->mask;
+    if (!m->slots[i].key) return NULL;
+    cca_block_t *b = m->slots[i].block;
     /* backward shift: pull later members of the probe run into the hole */
-    for (size_t j = (i + 1) & m->mask; m->keys[j]; j = (j + 1) & m->mask) {
-        size_t home = slot_of(m->keys[j], m->mask);
+    for (size_t j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
+        size_t home = slot_of(m->slots[j].key, m->mask);
         if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
+            m->slots[i] = m->slots[j];
             i = j;
         }
     }
-    m->keys[i] = 0;
-    m->vals[i] = NULL;
+    m->slots[i].key = 0;
+    m->slots[i].block = NULL;
     m->count--;
     return b;
 }
