@@ -11,7 +11,7 @@ cca_block_t *_cca_block_new(cca_stream_t *st)
 {
     cca_block_t *b = st->spare;
     if (b) st->spare = b->next;
-    else if (!(b = malloc(sizeof *b))) return NULL;
+    else if (!(b = aligned_alloc(_Alignof(cca_block_t), sizeof *b))) return NULL;
     memset(b, 0, sizeof *b);
     return b;
 }
@@ -20,7 +20,7 @@ cca_block_t *_cca_block_new(cca_stream_t *st)
 bool _cca_spare_reserve(cca_stream_t *st)
 {
     if (st->spare) return true;
-    cca_block_t *b = malloc(sizeof *b);
+    cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
     if (!b) return false;
     b->next = NULL;
     b->uses = NULL;

@@ -44,20 +44,23 @@ typedef struct cca_use {                              /* a stream recorded by cc
     uint64_t key;
 } cca_use_t;
 
+/* 128 bytes, cache-line aligned: what best fit, splitting and merging read
+ * of a block and of its neighbours lies in the first line. */
 struct cca_block {
     uintptr_t addr;
     size_t size;
-    size_t requested;                                 /* caller's size while allocated, else 0 */
     cca_block_t *prev, *next;                         /* address neighbours in the segment */
     cca_segment_t *seg;
     cca_block_t *left, *right;                        /* free-tree links */
     uint32_t prio;                                    /* free-tree heap priority */
     uint8_t state;                                    /* cca_block_state_t */
-    int event_count;                                  /* outstanding events while pending */
+    /* second line */
+    size_t requested;                                 /* caller's size while allocated, else 0 */
+    uint64_t gc_base;                                 /* pool's free-search count when freed */
     cca_use_t *uses;                                  /* other streams using the block */
     int n_uses, cap_uses;
-    uint64_t gc_base;                                 /* pool's free-search count when freed */
-};
+    int event_count;                                  /* outstanding events while pending */
+} __attribute__((aligned(64)));
 
 struct cca_segment {
     uintptr_t addr;

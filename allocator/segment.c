@@ -3,6 +3,7 @@
  * collection, release_before_grow), and growing: GC, the segment size
  * policies, release-and-retry. All locked. */
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 /* ---- device calls on the allocator's device ---------------------------- */
@@ -45,7 +46,8 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     }
     /* its own block struct: the stream's spare stays for the split that follows */
     cca_segment_t *seg = calloc(1, sizeof *seg);
-    cca_block_t *b = calloc(1, sizeof *b);
+    cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
+    if (b) memset(b, 0, sizeof *b);
     if (!seg || !b) {
         free(seg);
         free(b);
