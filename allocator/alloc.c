@@ -76,7 +76,7 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
         ctx.rounded = ctx.alloc_size = size;
         return fail_oom(a, &ctx);
     }
-    if (a->n_pending) _cca_process_events(a);
+    _cca_process_events(a);
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
     if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return fail_host(a, "cca_malloc");
     size_t rounded = _cca_round_size(&a->cfg, size);
@@ -139,8 +139,9 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     if (st && size <= CCA_MAX_REQUEST) {
         _cca_lock(&st->lock);
         /* read under the stream lock: a watch set by the all-locked path
-         * either saw this call finish or is seen by it */
-        bool done = !hooked(a) && !atomic_load_explicit(&a->pending_count, memory_order_relaxed) &&
+         * either saw this call finish or is seen by it; the stream's
+         * completed events are handled first, as PyTorch does per malloc */
+        bool done = !hooked(a) && (!st->events.n_pending || _cca_process_stream_events(a, st)) &&
                     malloc_fast(a, st, ptr, size);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;

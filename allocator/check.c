@@ -130,8 +130,9 @@ static cca_status_t check_locked(cca_allocator_t *a)
                   k, p, (long long)leases, (long long)f[p].peak);
         }
     }
-    CHECK(a->n_pending == atomic_load(&a->pending_count), "pending count out of step");
-    CHECK(w.pending_events == a->n_pending, "%zu events owed by blocks, %zu outstanding", w.pending_events, a->n_pending);
+
+    CHECK(w.pending_events == _cca_pending_total(a), "%zu events owed by blocks, %zu outstanding",
+          w.pending_events, _cca_pending_total(a));
     bool acc = !a->accumulated_reset;
 #define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
     CCA_STAT_FIELDS(CHECK_STAT_)

@@ -1,28 +1,13 @@
 /* events.c - frees that wait for other streams: after cca_record_stream,
  * freeing a block records a pooled event on each stream that used it; the
- * block returns to its pool once they all completed, checked without
- * blocking when an allocation comes (or waited for on the OOM path and by
- * empty cache). All locked. */
+ * block returns to its pool once they all completed. Each stream keeps the
+ * events its blocks wait for and a pool of spare events, so an allocation
+ * on a stream checks (without blocking) only that stream's events, under
+ * its lock; the all-locked path checks all of them, and the OOM path and
+ * empty cache wait for them. */
 #include <stdlib.h>
 #include "internal.h"
 
-static void set_pending(cca_allocator_t *a, size_t n)
-{
-    a->n_pending = n;
-    atomic_store_explicit(&a->pending_count, n, memory_order_relaxed);
-}
-
-static void pending_done(cca_allocator_t *a, size_t i)
-{
-    cca_pending_t p = a->pending[i];
-    a->pending[i] = a->pending[a->n_pending - 1];
-    set_pending(a, a->n_pending - 1);
-    if (a->n_event_pool < a->cap_event_pool) a->event_pool[a->n_event_pool++] = p.event;
-    else cudaEventDestroy(p.event);
-    if (--p.block->event_count == 0) _cca_free_block(a, p.block);
-}
-
-/* Frees the blocks whose stream events completed; never blocks. */
 /* An event that cannot be asked about cannot hold memory forever, nor may
  * its block be reused while the stream may still use it: wait for the whole
  * device instead, then the block is safe. */
@@ -34,51 +19,99 @@ static void wait_device(cca_allocator_t *a)
     _cca_device_leave(&g);
 }
 
+static void pool_put(cca_events_t *ev, cudaEvent_t e)
+{
+    if (ev->n_pool < ev->cap_pool) ev->pool[ev->n_pool++] = e;
+    else cudaEventDestroy(e);
+}
+
+/* Event i of st completed: the block is free once its last one did. */
+static void pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
+{
+    cca_events_t *ev = &st->events;
+    cca_pending_t p = ev->pending[i];
+    ev->pending[i] = ev->pending[--ev->n_pending];
+    pool_put(ev, p.event);
+    if (--p.block->event_count == 0) _cca_free_block(a, p.block);
+}
+
 void _cca_process_events(cca_allocator_t *a)
 {
-    for (size_t i = 0; i < a->n_pending;) {
-        cudaError_t e = cudaEventQuery(a->pending[i].event);
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        cca_events_t *ev = &st->events;
+        for (size_t i = 0; i < ev->n_pending;) {
+            cudaError_t e = cudaEventQuery(ev->pending[i].event);
+            if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
+            if (e != cudaSuccess) wait_device(a);
+            pending_done(a, st, i);
+        }
+    }
+}
+
+/* The hot path's check of st's events (st locked): false when a block could
+ * not come back within st's leases (the caller takes the all-locked path). */
+bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
+{
+    cca_events_t *ev = &st->events;
+    _cca_flush_parked(a, st, CCA_PSMALL);          /* merges need the real neighbours */
+    _cca_flush_parked(a, st, CCA_PLARGE);
+    for (size_t i = 0; i < ev->n_pending;) {
+        cca_pending_t p = ev->pending[i];
+        cudaError_t e = cudaEventQuery(p.event);
         if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
         if (e != cudaSuccess) wait_device(a);
-        pending_done(a, i);
+        int room = 1;
+        if (p.block->event_count == 1) {           /* its last: the block is freed */
+            int64_t d[CCA_NSHARD];
+            _cca_pending_deltas(p.block, d);
+            room = _cca_counters_make_room(a, st, p.block->seg->pool, d);
+            if (!room) return false;
+        }
+        pending_done(a, st, i);
+        if (room == 2) _cca_counters_release_others(a, st);
     }
+    return true;
 }
 
 void _cca_sync_pending(cca_allocator_t *a)
 {
     a->stats.num_sync_all_streams++;
-    while (a->n_pending) {
-        if (cudaEventSynchronize(a->pending[a->n_pending - 1].event) != cudaSuccess) wait_device(a);
-        pending_done(a, a->n_pending - 1);
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        cca_events_t *ev = &st->events;
+        while (ev->n_pending) {
+            if (cudaEventSynchronize(ev->pending[ev->n_pending - 1].event) != cudaSuccess) wait_device(a);
+            pending_done(a, st, ev->n_pending - 1);
+        }
     }
 }
 
-static cudaEvent_t event_get(cca_allocator_t *a)
+static cudaEvent_t event_get(cca_events_t *ev)
 {
-    if (a->n_event_pool) return a->event_pool[--a->n_event_pool];
-    cudaEvent_t ev = NULL;
-    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+    if (ev->n_pool) return ev->pool[--ev->n_pool];
+    cudaEvent_t e = NULL;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
         _cca_clear_error();
         return NULL;
     }
-    return ev;
+    return e;
 }
 
-static bool pending_reserve(cca_allocator_t *a, size_t n)
+/* Room for n more pending events, and for all of them in the pool later. */
+static bool pending_reserve(cca_events_t *ev, size_t n)
 {
-    if (a->n_pending + n > a->cap_pending) {
-        size_t cap = (a->cap_pending ? a->cap_pending * 2 : 16) + n;
-        cca_pending_t *p = realloc(a->pending, cap * sizeof *p);
+    if (ev->n_pending + n > ev->cap_pending) {
+        size_t cap = (ev->cap_pending ? ev->cap_pending * 2 : 16) + n;
+        cca_pending_t *p = realloc(ev->pending, cap * sizeof *p);
         if (!p) return false;
-        a->pending = p;
-        a->cap_pending = cap;
+        ev->pending = p;
+        ev->cap_pending = cap;
     }
-    if (a->n_event_pool + a->n_pending + n > a->cap_event_pool) {
-        size_t cap = a->n_event_pool + a->n_pending + n + 16;
-        cudaEvent_t *e = realloc(a->event_pool, cap * sizeof *e);
+    if (ev->n_pool + ev->n_pending + n > ev->cap_pool) {
+        size_t cap = ev->n_pool + ev->n_pending + n + 16;
+        cudaEvent_t *e = realloc(ev->pool, cap * sizeof *e);
         if (!e) return false;
-        a->event_pool = e;
-        a->cap_event_pool = cap;
+        ev->pool = e;
+        ev->cap_pool = cap;
     }
     return true;
 }
@@ -98,8 +131,9 @@ static void wait_use(cca_allocator_t *a, const cca_use_t *u)
 /* Records an event on each stream that used b; b is free once all complete. */
 void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
 {
+    cca_events_t *ev = &b->seg->stream->events;
     dev_guard_t g;
-    bool ok = _cca_device_enter(a, &g) == cudaSuccess && pending_reserve(a, (size_t)b->n_uses);
+    bool ok = _cca_device_enter(a, &g) == cudaSuccess && pending_reserve(ev, (size_t)b->n_uses);
     if (!ok) _cca_clear_error();
     b->state = CCA_BLOCK_PENDING;
     b->event_count = 0;
@@ -107,28 +141,35 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
         const cca_use_t *u = &b->uses[i];
         bool named = !_cca_stream_is_per_thread_key(u->key) ||
                      u->key == _cca_current_per_thread_key(a->cfg.device);
-        cudaEvent_t ev = ok && named ? event_get(a) : NULL;
-        if (ev && cudaEventRecord(ev, u->handle) == cudaSuccess) {
-            a->pending[a->n_pending] = (cca_pending_t){ ev, b };
-            set_pending(a, a->n_pending + 1);
+        cudaEvent_t e = ok && named ? event_get(ev) : NULL;
+        if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
+            ev->pending[ev->n_pending++] = (cca_pending_t){ e, b };
             b->event_count++;
             continue;
         }
-        if (ev) { _cca_clear_error(); a->event_pool[a->n_event_pool++] = ev; }
+        if (e) { _cca_clear_error(); ev->pool[ev->n_pool++] = e; }
         wait_use(a, u);
     }
     _cca_device_leave(&g);
     if (b->event_count == 0) _cca_free_block(a, b);
 }
 
+/* Destroys every stream's events (all locked, a's device current). */
 void _cca_events_destroy(cca_allocator_t *a)
 {
-    for (size_t i = 0; i < a->n_pending; i++) cudaEventDestroy(a->pending[i].event);
-    for (size_t i = 0; i < a->n_event_pool; i++) cudaEventDestroy(a->event_pool[i]);
-    free(a->pending);
-    free(a->event_pool);
-    a->pending = NULL;
-    a->event_pool = NULL;
-    set_pending(a, 0);
-    a->n_event_pool = 0;
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        cca_events_t *ev = &st->events;
+        for (size_t i = 0; i < ev->n_pending; i++) cudaEventDestroy(ev->pending[i].event);
+        for (size_t i = 0; i < ev->n_pool; i++) cudaEventDestroy(ev->pool[i]);
+        free(ev->pending);
+        free(ev->pool);
+        *ev = (cca_events_t){ 0 };
+    }
+}
+
+size_t _cca_pending_total(const cca_allocator_t *a)
+{
+    size_t n = 0;
+    for (const cca_stream_t *st = a->streams; st; st = st->next) n += st->events.n_pending;
+    return n;
 }

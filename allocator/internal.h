@@ -119,6 +119,18 @@ typedef struct cca_ctr {
     int64_t high[2];                                  /* highest cur seen all locked: its demand */
 } cca_ctr_t;
 
+typedef struct cca_pending {                          /* an event a pending block waits for */
+    cudaEvent_t event;
+    cca_block_t *block;
+} cca_pending_t;
+
+typedef struct cca_events {                           /* a stream's blocks' events */
+    cca_pending_t *pending;                           /* outstanding */
+    size_t n_pending, cap_pending;
+    cudaEvent_t *pool;                                /* spare events */
+    size_t n_pool, cap_pool;
+} cca_events_t;
+
 struct cca_stream {
     cca_lock_t lock;                                  /* guards everything below but next */
     uint64_t key;                                     /* identity (handle, or per-thread id) */
@@ -129,14 +141,11 @@ struct cca_stream {
     cca_block_t *parked[2];                           /* per pool: last freed block, merge deferred */
     uint64_t parked_epoch[2];                         /* epoch when it was parked */
     uint64_t epoch;                                   /* bumped when its leases shrink or its figures rise */
+    cca_events_t events;                              /* events its pending blocks wait for */
     cca_bins_t free[2];                               /* free blocks, per pool */
     cca_stream_t *_Atomic next;                       /* allocator's stream list (append only) */
 };
 
-typedef struct cca_pending {                          /* an event a pending block waits for */
-    cudaEvent_t event;
-    cca_block_t *block;
-} cca_pending_t;
 
 /* Context of one failed request, for the OOM report. */
 typedef struct cca_oom_ctx {
@@ -168,11 +177,6 @@ struct cca_allocator {
     int64_t freed_base[CCA_NSHARD][CCA_POOL_COUNT];   /* sum of inc - cur then */
     cca_stream_t *streams, *streams_tail;
     cca_segment_t *segments;
-    cca_pending_t *pending;                           /* outstanding events */
-    size_t n_pending, cap_pending;
-    _Atomic size_t pending_count;                     /* n_pending, for the hot path's check */
-    cudaEvent_t *event_pool;
-    size_t n_event_pool, cap_event_pool;
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
@@ -289,6 +293,8 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
 
 /* events.c: frees that wait for other streams (all locked). */
 void         _cca_process_events(cca_allocator_t *a);
+bool         _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
+size_t       _cca_pending_total(const cca_allocator_t *a);
 void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
 void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
 void         _cca_events_destroy(cca_allocator_t *a);
@@ -418,6 +424,15 @@ static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t 
     d[CCA_K_requested_bytes] = (int64_t)requested;
     d[CCA_K_inactive_split] = dcount;
     d[CCA_K_inactive_split_bytes] = dbytes;
+}
+
+/* The change to its stream's figures when pending block b becomes free. */
+static inline void _cca_pending_deltas(const cca_block_t *b, int64_t d[CCA_NSHARD])
+{
+    _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
+    d[CCA_K_allocation] = d[CCA_K_allocated_bytes] = d[CCA_K_requested_bytes] = 0;
+    d[CCA_K_active] = -1;
+    d[CCA_K_active_bytes] = -(int64_t)b->size;
 }
 
 /* The change to its stream's figures that freeing allocated block b makes. */
