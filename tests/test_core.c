@@ -487,3 +487,39 @@ Test(core, peaks_across_pools_with_parked_blocks)
     free_ok(a, l2);
     finish(a);
 }
+
+/* A free waiting for another stream holds back only its own stream: an
+ * allocation loop on a third stream queries no event and calls nothing. */
+Test(core, pending_events_stay_with_their_stream)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s1, s2, s3;
+    cudaStreamCreate(&s1);
+    cudaStreamCreate(&s2);
+    cudaStreamCreate(&s3);
+    void *p = alloc_ok(a, 8 * KiB, s1);
+    cca_record_stream(a, p, s2);
+    cca_sim_stream_hold(s2);
+    free_ok(a, p);                                     /* pending on s2 */
+    void *q = alloc_ok(a, 8 * KiB, s3);
+    free_ok(a, q);
+    unsigned long before[CCA_SIM_API_COUNT];
+    for (int api = 0; api < CCA_SIM_API_COUNT; api++) before[api] = cca_sim_calls((cca_sim_api_t)api);
+    for (int i = 0; i < 100; i++) free_ok(a, alloc_ok(a, 8 * KiB, s3));
+    for (int api = 0; api < CCA_SIM_API_COUNT; api++)
+        cr_assert_eq(cca_sim_calls((cca_sim_api_t)api), before[api], "%s called", cca_sim_api_name((cca_sim_api_t)api));
+    void *r = alloc_ok(a, 8 * KiB, s1);                /* s1 asks about its event: still pending */
+    cr_assert_neq(r, p);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_EVENT_QUERY), before[CCA_SIM_EVENT_QUERY] + 1);
+    free_ok(a, r);
+    cca_sim_stream_release(s2);
+    r = alloc_ok(a, 8 * KiB, s1);                      /* now it came back */
+    cr_assert_eq(r, p);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, active, CCA_POOL_ALL, 1);
+    free_ok(a, r);
+    finish(a);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    cudaStreamDestroy(s3);
+}
