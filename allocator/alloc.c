@@ -237,20 +237,21 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 
 /* ---- the rest of the API ----------------------------------------------- */
 
-static cca_status_t add_use(cca_allocator_t *a, cca_block_t *b, cudaStream_t stream, uint64_t key)
+/* Adds stream `key` to b's uses (b's stream locked); false if host memory ran out. */
+static bool add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
 {
-    if (key == b->seg->stream->key) return CCA_OK;        /* its own stream is no extra use */
+    if (key == b->seg->stream->key) return true;          /* its own stream is no extra use */
     for (int i = 0; i < b->n_uses; i++)
-        if (b->uses[i].key == key) return CCA_OK;
+        if (b->uses[i].key == key) return true;
     if (b->n_uses == b->cap_uses) {
         int cap = b->cap_uses ? b->cap_uses * 2 : 2;
         cca_use_t *u = realloc(b->uses, (size_t)cap * sizeof *u);
-        if (!u) return fail_host(a, "cca_record_stream");
+        if (!u) return false;
         b->uses = u;
         b->cap_uses = cap;
     }
     b->uses[b->n_uses++] = (cca_use_t){ stream, key };
-    return CCA_OK;
+    return true;
 }
 
 cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t stream)
@@ -259,11 +260,21 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     if (key == UINT64_MAX)
         return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
+    for (unsigned i = 0; ptr && i < CCA_STREAM_CACHE; i++) {
+        cca_stream_t *st = _cca_stream_recent(a, i);   /* the block's stream, most likely */
+        if (!st) continue;
+        _cca_lock(&st->lock);
+        cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
+        bool done = b && b->state == CCA_BLOCK_ALLOCATED && add_use(b, stream, key);
+        _cca_unlock(&st->lock);
+        if (done) return CCA_OK;
+        if (b) break;
+    }
     _cca_lock_all(a);
     cca_block_t *b = ptr ? find_live(a, ptr) : NULL;
-    cca_status_t s = b ? add_use(a, b, stream, key)
-                       : _cca_fail(CCA_ERROR_INVALID_POINTER,
-                                   "cca_record_stream: %p is not a live allocation of this allocator", ptr);
+    cca_status_t s = !b ? _cca_fail(CCA_ERROR_INVALID_POINTER,
+                                    "cca_record_stream: %p is not a live allocation of this allocator", ptr)
+                   : add_use(b, stream, key) ? CCA_OK : fail_host(a, "cca_record_stream");
     _cca_unlock_all(a, NULL);
     return s;
 }
