@@ -213,7 +213,6 @@ bool         _cca_ptrmap_reserve(cca_ptrmap_t *m);
 bool         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
 cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
-static inline bool _cca_ptrmap_has_room(const cca_ptrmap_t *m) { return (m->count + 1) * 2 <= m->mask + 1; }
 
 /* stream.c: stream identity and per-stream state. */
 uint64_t      _cca_stream_key_special(int device, cudaStream_t s);

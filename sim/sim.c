@@ -698,44 +698,48 @@ SIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
     return e ? fail(t, e) : cudaSuccess;
 }
 
-static cudaError_t stream_sync(cudaStream_t stream, bool ptsz)
+/* The common start of a call on one stream: counted, its latency spent,
+ * locked, a pending fault taken, the device and the stream checked. The
+ * lock is held on return whatever the result; finish with stream_call_end. */
+static cudaError_t stream_call_begin(cca_sim_api_t api, cudaStream_t stream, bool ptsz, tls_t **t, uint32_t *slot)
 {
-    enter(CCA_SIM_STREAM_SYNCHRONIZE);
-    tls_t *t = me();
+    enter(api);
+    *t = me();
     lock();
-    cudaError_t e = fault_now(CCA_SIM_STREAM_SYNCHRONIZE);
-    if (!e && !dev_ok(t)) e = cudaErrorInvalidDevice;
-    if (!e) {
-        uint32_t i = resolve_stream(t, stream, ptsz, false);
-        if (i == NO_SLOT) {
-            e = cudaErrorInvalidResourceHandle;
-        } else {
-            if (g.nheld) force(tail_of(i));
-            fault_ok(CCA_SIM_STREAM_SYNCHRONIZE);
-        }
-    }
+    cudaError_t e = fault_now(api);
+    if (!e && !dev_ok(*t)) e = cudaErrorInvalidDevice;
+    if (!e && (*slot = resolve_stream(*t, stream, ptsz, false)) == NO_SLOT) e = cudaErrorInvalidResourceHandle;
+    return e;
+}
+
+static cudaError_t stream_call_end(tls_t *t, cudaError_t e)
+{
     unlock();
     return e ? fail(t, e) : cudaSuccess;
 }
 
+static cudaError_t stream_sync(cudaStream_t stream, bool ptsz)
+{
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_SYNCHRONIZE, stream, ptsz, &t, &i);
+    if (!e) {
+        if (g.nheld) force(tail_of(i));
+        fault_ok(CCA_SIM_STREAM_SYNCHRONIZE);
+    }
+    return stream_call_end(t, e);
+}
+
 static cudaError_t stream_query(cudaStream_t stream, bool ptsz)
 {
-    enter(CCA_SIM_STREAM_QUERY);
-    tls_t *t = me();
-    lock();
-    cudaError_t e = fault_now(CCA_SIM_STREAM_QUERY);
-    if (!e && !dev_ok(t)) e = cudaErrorInvalidDevice;
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_QUERY, stream, ptsz, &t, &i);
     if (!e) {
-        uint32_t i = resolve_stream(t, stream, ptsz, false);
-        if (i == NO_SLOT) {
-            e = cudaErrorInvalidResourceHandle;
-        } else {
-            if (g.nheld && (g.streams[i].held || !complete(tail_of(i)))) e = cudaErrorNotReady;
-            else fault_ok(CCA_SIM_STREAM_QUERY);
-        }
+        if (g.nheld && (g.streams[i].held || !complete(tail_of(i)))) e = cudaErrorNotReady;
+        else fault_ok(CCA_SIM_STREAM_QUERY);
     }
-    unlock();
-    return e ? fail(t, e) : cudaSuccess;
+    return stream_call_end(t, e);
 }
 
 static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned int flags, bool ptsz)
@@ -759,23 +763,15 @@ out:
 
 static cudaError_t stream_get_id(cudaStream_t stream, unsigned long long *id, bool ptsz)
 {
-    enter(CCA_SIM_STREAM_GET_ID);
-    tls_t *t = me();
-    lock();
-    cudaError_t e = fault_now(CCA_SIM_STREAM_GET_ID);
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_GET_ID, stream, ptsz, &t, &i);
     if (!e && !id) e = cudaErrorInvalidValue;
-    if (!e && !dev_ok(t)) e = cudaErrorInvalidDevice;
     if (!e) {
-        uint32_t i = resolve_stream(t, stream, ptsz, false);
-        if (i == NO_SLOT) {
-            e = cudaErrorInvalidResourceHandle;
-        } else {
-            *id = g.streams[i].uid;
-            fault_ok(CCA_SIM_STREAM_GET_ID);
-        }
+        *id = g.streams[i].uid;
+        fault_ok(CCA_SIM_STREAM_GET_ID);
     }
-    unlock();
-    return e ? fail(t, e) : cudaSuccess;
+    return stream_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream, false); }
