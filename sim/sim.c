@@ -700,7 +700,7 @@ SIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
 
 /* The common start of a call on one stream: counted, its latency spent,
  * locked, a pending fault taken, the device and the stream checked. The
- * lock is held on return whatever the result; finish with stream_call_end. */
+ * lock is held on return whatever the result; finish with call_end. */
 static cudaError_t stream_call_begin(cca_sim_api_t api, cudaStream_t stream, bool ptsz, tls_t **t, uint32_t *slot)
 {
     enter(api);
@@ -712,7 +712,7 @@ static cudaError_t stream_call_begin(cca_sim_api_t api, cudaStream_t stream, boo
     return e;
 }
 
-static cudaError_t stream_call_end(tls_t *t, cudaError_t e)
+static cudaError_t call_end(tls_t *t, cudaError_t e)
 {
     unlock();
     return e ? fail(t, e) : cudaSuccess;
@@ -727,7 +727,7 @@ static cudaError_t stream_sync(cudaStream_t stream, bool ptsz)
         if (g.nheld) force(tail_of(i));
         fault_ok(CCA_SIM_STREAM_SYNCHRONIZE);
     }
-    return stream_call_end(t, e);
+    return call_end(t, e);
 }
 
 static cudaError_t stream_query(cudaStream_t stream, bool ptsz)
@@ -739,7 +739,7 @@ static cudaError_t stream_query(cudaStream_t stream, bool ptsz)
         if (g.nheld && (g.streams[i].held || !complete(tail_of(i)))) e = cudaErrorNotReady;
         else fault_ok(CCA_SIM_STREAM_QUERY);
     }
-    return stream_call_end(t, e);
+    return call_end(t, e);
 }
 
 static cudaError_t stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned int flags, bool ptsz)
@@ -771,7 +771,7 @@ static cudaError_t stream_get_id(cudaStream_t stream, unsigned long long *id, bo
         *id = g.streams[i].uid;
         fault_ok(CCA_SIM_STREAM_GET_ID);
     }
-    return stream_call_end(t, e);
+    return call_end(t, e);
 }
 
 SIM_API cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return stream_sync(stream, false); }
@@ -858,59 +858,52 @@ out:
 
 SIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return event_record(event, stream, false); }
 
+/* The common start of a call on one event (as stream_call_begin). */
+static cudaError_t event_call_begin(cca_sim_api_t api, cudaEvent_t event, tls_t **t, event_t **ev)
+{
+    enter(api);
+    *t = me();
+    lock();
+    cudaError_t e = fault_now(api);
+    if (!e && !(*ev = resolve_event(event))) e = cudaErrorInvalidResourceHandle;
+    return e;
+}
+
 SIM_API cudaError_t cudaEventQuery(cudaEvent_t event)
 {
-    enter(CCA_SIM_EVENT_QUERY);
-    tls_t *t = me();
-    lock();
-    cudaError_t e = fault_now(CCA_SIM_EVENT_QUERY);
+    tls_t *t;
+    event_t *ev;
+    cudaError_t e = event_call_begin(CCA_SIM_EVENT_QUERY, event, &t, &ev);
     if (!e) {
-        event_t *ev = resolve_event(event);
-        if (!ev) e = cudaErrorInvalidResourceHandle;
-        else if (g.nheld && !complete(ev->t)) e = cudaErrorNotReady;
+        if (g.nheld && !complete(ev->t)) e = cudaErrorNotReady;
         else fault_ok(CCA_SIM_EVENT_QUERY);
     }
-    unlock();
-    return e ? fail(t, e) : cudaSuccess;
+    return call_end(t, e);
 }
 
 SIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-    enter(CCA_SIM_EVENT_SYNCHRONIZE);
-    tls_t *t = me();
-    lock();
-    cudaError_t e = fault_now(CCA_SIM_EVENT_SYNCHRONIZE);
+    tls_t *t;
+    event_t *ev;
+    cudaError_t e = event_call_begin(CCA_SIM_EVENT_SYNCHRONIZE, event, &t, &ev);
     if (!e) {
-        event_t *ev = resolve_event(event);
-        if (!ev) {
-            e = cudaErrorInvalidResourceHandle;
-        } else {
-            if (g.nheld) force(ev->t);
-            fault_ok(CCA_SIM_EVENT_SYNCHRONIZE);
-        }
+        if (g.nheld) force(ev->t);
+        fault_ok(CCA_SIM_EVENT_SYNCHRONIZE);
     }
-    unlock();
-    return e ? fail(t, e) : cudaSuccess;
+    return call_end(t, e);
 }
 
 SIM_API cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
-    enter(CCA_SIM_EVENT_DESTROY);
-    tls_t *t = me();
-    lock();
-    cudaError_t e = fault_now(CCA_SIM_EVENT_DESTROY);
+    tls_t *t;
+    event_t *ev;
+    cudaError_t e = event_call_begin(CCA_SIM_EVENT_DESTROY, event, &t, &ev);
     if (!e) {
-        event_t *ev = resolve_event(event);
-        if (!ev) {
-            e = cudaErrorInvalidResourceHandle;
-        } else {
-            ev->live = false;
-            g.efree[g.nefree++] = (uint32_t)(ev - g.events);
-            fault_ok(CCA_SIM_EVENT_DESTROY);
-        }
+        ev->live = false;
+        g.efree[g.nefree++] = (uint32_t)(ev - g.events);
+        fault_ok(CCA_SIM_EVENT_DESTROY);
     }
-    unlock();
-    return e ? fail(t, e) : cudaSuccess;
+    return call_end(t, e);
 }
 
 /* ------------------------------------------------------------------ */
