@@ -2,10 +2,12 @@
  * by the file that defines them. Prefix: cca_ public, _cca_ internal.
  *
  * Locking: each stream's state (its free bins, its segments' blocks, its
- * live-address map, its counters) is guarded by the stream's lock; the hot
- * path takes only that one. Everything else - creating streams and
- * segments, events, the OOM path, statistics, walks - runs "all locked":
- * the allocator's lock, then every stream lock in list order. */
+ * live-address map, its counters and leases, its parked blocks, its
+ * events) is guarded by the stream's lock; the hot path takes only that
+ * one (and may try-lock the others, never waiting, to move leases).
+ * Everything else - creating streams and segments, recording events, the
+ * OOM path, statistics, walks - runs "all locked": the allocator's lock,
+ * then every stream lock in list order. */
 #ifndef CCA_INTERNAL_H
 #define CCA_INTERNAL_H
 
