@@ -12,6 +12,7 @@
 void _cca_lock_all(cca_allocator_t *a)
 {
     _cca_lock(&a->lock);
+    a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
         _cca_flush_parked(a, st, CCA_PSMALL);        /* every walk sees merged blocks */
@@ -19,6 +20,7 @@ void _cca_lock_all(cca_allocator_t *a)
     }
     a->all_locked = true;
     _cca_counters_refresh(a);
+    if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_streams_reap(a);
 }
 
 void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
@@ -143,7 +145,8 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
         /* read under the stream lock: a watch set by the all-locked path
          * either saw this call finish or is seen by it; the stream's
          * completed events are handled first, as PyTorch does per malloc */
-        bool done = !hooked(a) && (!st->events.n_pending || _cca_process_stream_events(a, st)) &&
+        bool done = st->key == key && !hooked(a) &&   /* a record retired meanwhile has another key */
+                    (!st->events.n_pending || _cca_process_stream_events(a, st)) &&
                     malloc_fast(a, st, ptr, size);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
@@ -166,6 +169,7 @@ static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b
     _cca_ctr_add(a, st, CCA_K_allocation, pool, -1);
     _cca_ctr_add(a, st, CCA_K_allocated_bytes, pool, -(int64_t)b->size);
     _cca_ctr_add(a, st, CCA_K_requested_bytes, pool, -(int64_t)b->requested);
+    if (_cca_oversize(a, b->size)) _cca_ctr_add(a, st, CCA_K_oversize_allocations, pool, -1);
     b->requested = 0;
     if (__builtin_expect(b->n_uses != 0, 0)) _cca_free_with_uses(a, b);
     else _cca_free_block(a, b);
@@ -178,6 +182,7 @@ static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, cons
     _cca_ctr_hot(st, CCA_K_allocation, pool, -1);
     _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, -(int64_t)b->size);
     _cca_ctr_hot(st, CCA_K_requested_bytes, pool, -(int64_t)b->requested);
+    if (d[CCA_K_oversize_allocations]) _cca_ctr_hot(st, CCA_K_oversize_allocations, pool, -1);
     if (_cca_park(a, st, b, d)) return;
     st->epoch++;
     _cca_ptrmap_take(&st->live, b->addr);
@@ -185,34 +190,51 @@ static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, cons
     _cca_free_block(a, b);
 }
 
-/* The live block at ptr in any stream (all locked), or NULL. */
+/* The stream record that holds live block ptr, locked, with the block in
+ * *out; NULL (nothing locked) when ptr is not a live block of a. One look
+ * in the address map, one stream visited, no scan: the map may name a
+ * segment released meanwhile (records are recycled, never freed), so the
+ * answer is the stream's own map, read under its lock. */
+static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out)
+{
+    cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
+    cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
+    if (!st) return NULL;
+    _cca_lock(&st->lock);
+    cca_block_t *b = st->live.slots ? _cca_ptrmap_get(&st->live, (uintptr_t)ptr) : NULL;
+    if (!b || b->state != CCA_BLOCK_ALLOCATED) {
+        _cca_unlock(&st->lock);
+        return NULL;
+    }
+    st->lookups++;
+    *out = b;
+    return st;
+}
+
+/* The live block at ptr (all locked), or NULL. */
 static cca_block_t *find_live(cca_allocator_t *a, void *ptr)
 {
-    for (cca_stream_t *st = a->streams; st; st = st->next) {
-        cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
-        if (b) return b;
-    }
-    return NULL;
+    cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
+    if (!seg || !seg->stream) return NULL;
+    cca_block_t *b = _cca_ptrmap_get(&seg->stream->live, (uintptr_t)ptr);
+    if (b) seg->stream->lookups++;
+    return b && b->state == CCA_BLOCK_ALLOCATED ? b : NULL;
 }
 
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
     if (!ptr) return CCA_OK;
-    for (unsigned i = 0; i < CCA_STREAM_CACHE; i++) {
-        cca_stream_t *st = _cca_stream_recent(a, i);   /* most likely the block's stream */
-        if (!st) continue;
-        _cca_lock(&st->lock);
-        if (hooked(a)) {                               /* watched: every change all locked */
-            _cca_unlock(&st->lock);
-            break;
-        }
-        cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
+    cca_block_t *b = NULL;
+    cca_stream_t *st = lock_owner(a, ptr, &b);
+    if (st) {
         int room = 0;
         int64_t d[CCA_NSHARD];
-        if (b && b->state == CCA_BLOCK_ALLOCATED && b->n_uses == 0) {
+        /* watched (every change all locked), used on other streams (events
+         * to record) or retired (its segment may go back): all locked */
+        if (!hooked(a) && b->n_uses == 0 && !st->dead) {
             _cca_flush_parked(a, st, b->seg->pool);   /* its neighbours as they really are */
-            _cca_free_deltas(b, d);
+            _cca_free_deltas(a, b, d);
             int pool = b->seg->pool;
             bool fits = _cca_lease_ok(st, CCA_K_inactive_split, pool, d[CCA_K_inactive_split]) &&   /* the only */
                         _cca_lease_ok(st, CCA_K_inactive_split_bytes, pool, d[CCA_K_inactive_split_bytes]); /* rises */
@@ -220,20 +242,20 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         }
         if (room) free_fast(a, st, b, d);
         if (room == 2) _cca_counters_release_others(a, st);
-        bool fast = room != 0;
         _cca_unlock(&st->lock);
-        if (fast) return CCA_OK;
-        if (b) break;                                  /* found, but needs the all-locked path */
+        if (room) return CCA_OK;
     }
     _cca_lock_all(a);
-    cca_block_t *b = find_live(a, ptr);
+    b = find_live(a, ptr);
     if (!b) {
         _cca_unlock_all(a, NULL);
         return _cca_fail(CCA_ERROR_INVALID_POINTER,
                          "cca_free: %p was not returned by this allocator, is inside a block, or was freed already", ptr);
     }
-    release_to_pool(a, b->seg->stream, b);
-    unlock_all_changed(a, b->seg->stream);
+    st = b->seg->stream;
+    release_to_pool(a, st, b);
+    if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
+    unlock_all_changed(a, st->dead ? NULL : st);
     return CCA_OK;
 }
 
@@ -249,6 +271,7 @@ static bool add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
         int cap = b->cap_uses ? b->cap_uses * 2 : 2;
         cca_use_t *u = realloc(b->uses, (size_t)cap * sizeof *u);
         if (!u) return false;
+        b->seg->stream->host_bytes += (int64_t)(cap - b->cap_uses) * (int64_t)sizeof *u;
         b->uses = u;
         b->cap_uses = cap;
     }
@@ -262,23 +285,39 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     if (key == UINT64_MAX)
         return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
-    for (unsigned i = 0; ptr && i < CCA_STREAM_CACHE; i++) {
-        cca_stream_t *st = _cca_stream_recent(a, i);   /* the block's stream, most likely */
-        if (!st) continue;
-        _cca_lock(&st->lock);
-        cca_block_t *b = _cca_ptrmap_get(&st->live, (uintptr_t)ptr);
-        bool done = b && b->state == CCA_BLOCK_ALLOCATED && add_use(b, stream, key);
+    cca_block_t *b = NULL;
+    cca_stream_t *st = ptr ? lock_owner(a, ptr, &b) : NULL;
+    if (st) {
+        bool done = add_use(b, stream, key);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
-        if (b) break;
     }
     _cca_lock_all(a);
-    cca_block_t *b = ptr ? find_live(a, ptr) : NULL;
+    b = ptr ? find_live(a, ptr) : NULL;
     cca_status_t s = !b ? _cca_fail(CCA_ERROR_INVALID_POINTER,
                                     "cca_record_stream: %p is not a live allocation of this allocator", ptr)
                    : add_use(b, stream, key) ? CCA_OK : fail_host(a, "cca_record_stream");
     _cca_unlock_all(a, NULL);
     return s;
+}
+
+cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: allocator is NULL");
+    uint64_t key = _cca_stream_key(a->cfg.device, stream);
+    if (key == UINT64_MAX)
+        return _cca_fail(CCA_ERROR_CUDA, "cca_stream_retire: the runtime gave no id for cudaStreamPerThread");
+    if (key == 0)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: the legacy default stream cannot be retired");
+    _cca_lock_all(a);
+    for (cca_stream_t *st = a->streams; st; st = st->next)
+        if (st->key == key) {
+            atomic_store_explicit(&st->dying, true, memory_order_relaxed);
+            _cca_streams_reap(a);
+            break;
+        }
+    unlock_all_changed(a, NULL);
+    return CCA_OK;
 }
 
 cca_status_t cca_empty_cache(cca_allocator_t *a)
@@ -294,7 +333,7 @@ cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out)
 {
     if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %s is NULL", a ? "out" : "allocator");
     _cca_lock_all(a);
-    *out = a->stats;
+    _cca_counters_view(a, out);
     _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
@@ -303,11 +342,7 @@ cca_status_t cca_reset_peak_stats(cca_allocator_t *a)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_peak_stats: allocator is NULL");
     _cca_lock_all(a);
-#define RESET_PEAK_(name, doc) \
-    for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].peak = a->stats.name[p].current;
-    CCA_STAT_FIELDS(RESET_PEAK_)
-#undef RESET_PEAK_
-    a->counters_moved = true;                  /* the leases must shrink to the new peaks */
+    _cca_counters_reset_peaks(a);
     _cca_unlock_all(a, NULL);
     return CCA_OK;
 }

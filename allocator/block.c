@@ -12,6 +12,7 @@ cca_block_t *_cca_block_new(cca_stream_t *st)
     cca_block_t *b = st->spare;
     if (b) st->spare = b->next;
     else if (!(b = aligned_alloc(_Alignof(cca_block_t), sizeof *b))) return NULL;
+    else st->host_bytes += (int64_t)sizeof *b;
     memset(b, 0, sizeof *b);
     return b;
 }
@@ -22,6 +23,7 @@ bool _cca_spare_reserve(cca_stream_t *st)
     if (st->spare) return true;
     cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
     if (!b) return false;
+    st->host_bytes += (int64_t)sizeof *b;
     b->next = NULL;
     b->uses = NULL;
     st->spare = b;
@@ -31,12 +33,14 @@ bool _cca_spare_reserve(cca_stream_t *st)
 void _cca_block_recycle(cca_stream_t *st, cca_block_t *b)
 {
     free(b->uses);
+    st->host_bytes -= (int64_t)b->cap_uses * (int64_t)sizeof *b->uses;
     b->uses = NULL;
+    b->n_uses = b->cap_uses = 0;
     b->next = st->spare;
     st->spare = b;
 }
 
-static inline cca_bins_t *bins_of(cca_block_t *b) { return &b->seg->stream->free[b->seg->pool]; }
+static inline cca_bins_t *bins_of(cca_block_t *b) { return b->seg->stream->free[b->seg->pool]; }
 
 static inline uint64_t gc_now(cca_allocator_t *a)
 {
@@ -107,7 +111,7 @@ void _cca_free_block(cca_allocator_t *a, cca_block_t *b)
 /* PyTorch's best fit, with its max_split_size rules. */
 cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
-    cca_block_t *b = _cca_bins_best_fit(&st->free[pool], size);
+    cca_block_t *b = _cca_bins_best_fit(st->free[pool], size);
     if (!b || a->cfg.max_split_size == SIZE_MAX) return b;
     size_t msz = a->cfg.max_split_size;
     if (size < msz && b->size >= msz) return NULL;            /* no oversize block for a small request */
@@ -144,6 +148,7 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
     _cca_ctr_add(a, st, CCA_K_allocated_bytes, pool, (int64_t)b->size);
     _cca_ctr_add(a, st, CCA_K_active_bytes, pool, (int64_t)b->size);
     _cca_ctr_add(a, st, CCA_K_requested_bytes, pool, (int64_t)requested);
+    if (_cca_oversize(a, b->size)) _cca_ctr_add(a, st, CCA_K_oversize_allocations, pool, 1);
 }
 
 /* ---- parking: the same size back at once, without split and merge ------
@@ -203,7 +208,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
         return NULL;                                  /* find_free would refuse the merged block */
     if (nf && pool == CCA_PLARGE && !(size < msz && n->size > CCA_SMALL_SIZE))
         return NULL;                                  /* it would not be split back */
-    const cca_bins_t *bins = &st->free[pool];
+    const cca_bins_t *bins = st->free[pool];
     if (bins->count != (size_t)nf) {                  /* other free blocks: would one fit better? */
         cca_block_t *c = _cca_bins_best_fit(bins, size);
         if (c && c == n) c = _cca_bins_next(bins, n); /* n would be part of the merged block */
@@ -216,6 +221,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
      * if no lease shrank and no figure rose since, only that one needs
      * checking. */
     int64_t d[CCA_NSHARD] = { [CCA_K_allocation] = 1, [CCA_K_active] = 1,
+                              [CCA_K_oversize_allocations] = _cca_oversize(a, size),
                               [CCA_K_allocated_bytes] = (int64_t)size, [CCA_K_active_bytes] = (int64_t)size,
                               [CCA_K_requested_bytes] = (int64_t)requested,
                               [CCA_K_inactive_split] = dcount, [CCA_K_inactive_split_bytes] = dbytes };
@@ -230,6 +236,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, (int64_t)size);
     _cca_ctr_hot(st, CCA_K_active_bytes, pool, (int64_t)size);
     _cca_ctr_hot(st, CCA_K_requested_bytes, pool, (int64_t)requested);
+    if (d[CCA_K_oversize_allocations]) _cca_ctr_hot(st, CCA_K_oversize_allocations, pool, 1);
     if (room == 2) _cca_counters_release_others(a, st);
     st->parked[pool] = NULL;
     st->epoch++;

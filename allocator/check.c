@@ -11,6 +11,8 @@ typedef struct walk {
 #define TALLY_(name, doc) tally_t name;
     CCA_STAT_FIELDS(TALLY_)
 #undef TALLY_
+    tally_t oversize_allocations;
+    int64_t oversize_segments;
     size_t free_blocks, tree_blocks, live_blocks, pending_events;
 } walk_t;
 
@@ -22,7 +24,7 @@ static void add(tally_t *t, int pool, int64_t d)
 
 #define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: " __VA_ARGS__); } while (0)
 
-static cca_status_t check_block(cca_segment_t *s, cca_block_t *b, walk_t *w)
+static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
 {
     int ps = _cca_pool_stat(s->pool);
     CHECK(b->seg == s, "block %#lx points to the wrong segment", (unsigned long)b->addr);
@@ -31,7 +33,7 @@ static cca_status_t check_block(cca_segment_t *s, cca_block_t *b, walk_t *w)
     CHECK(!b->next || b->next->prev == b, "block %#lx: broken neighbour links", (unsigned long)b->addr);
     if (b->state == CCA_BLOCK_FREE) {
         CHECK(!b->next || b->next->state != CCA_BLOCK_FREE, "adjacent free blocks at %#lx not coalesced", (unsigned long)b->addr);
-        CHECK(_cca_bins_contains(&s->stream->free[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
+        CHECK(_cca_bins_contains(s->stream->free[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
         CHECK(b->requested == 0, "free block %#lx has requested bytes", (unsigned long)b->addr);
         w->free_blocks++;
         if (_cca_block_is_split(b)) { add(&w->inactive_split, ps, 1); add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
@@ -45,6 +47,7 @@ static cca_status_t check_block(cca_segment_t *s, cca_block_t *b, walk_t *w)
         add(&w->allocation, ps, 1);
         add(&w->allocated_bytes, ps, (int64_t)b->size);
         add(&w->requested_bytes, ps, (int64_t)b->requested);
+        add(&w->oversize_allocations, ps, _cca_oversize(a, b->size));
         w->live_blocks++;
     } else {
         CHECK(b->state == CCA_BLOCK_PENDING && b->event_count > 0, "block %#lx in state %d with %d events",
@@ -55,13 +58,19 @@ static cca_status_t check_block(cca_segment_t *s, cca_block_t *b, walk_t *w)
     return CCA_OK;
 }
 
-static cca_status_t check_segment(cca_segment_t *s, walk_t *w)
+static cca_status_t check_segment(const cca_allocator_t *a, cca_segment_t *s, walk_t *w)
 {
     CHECK(s->first && s->first->addr == s->addr && !s->first->prev, "segment %#lx: bad first block", (unsigned long)s->addr);
+    CHECK(_cca_segmap_find(a, s->addr) == s && _cca_segmap_find(a, s->addr + s->size - 1) == s &&
+          _cca_segmap_find(a, s->addr + s->size / 2) == s,
+          "segment %#lx: the address map does not name it", (unsigned long)s->addr);
+    CHECK(atomic_load(&s->owner) == s->stream && s->stream && s->stream->free[s->pool],
+          "segment %#lx: its owner is not its live stream", (unsigned long)s->addr);
+    w->oversize_segments += _cca_oversize(a, s->size);
     CHECK(!s->next || s->next->prev == s, "segment list broken at %#lx", (unsigned long)s->addr);
     size_t sum = 0;
     for (cca_block_t *b = s->first; b; b = b->next) {
-        cca_status_t st = check_block(s, b, w);
+        cca_status_t st = check_block(a, s, b, w);
         if (st != CCA_OK) return st;
         sum += b->size;
     }
@@ -101,13 +110,22 @@ static cca_status_t check_locked(cca_allocator_t *a)
     walk_t w = { 0 };
     cca_status_t st;
     for (cca_segment_t *s = a->segments; s; s = s->next)
-        if ((st = check_segment(s, &w)) != CCA_OK) return st;
+        if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
+    size_t n_streams = 0;
+    for (cca_stream_t *s = a->streams; s; s = s->next, n_streams++) {
+        CHECK(s->free[0] && s->free[1] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
+        CHECK(!s->dead || s->key == CCA_KEY_DEAD, "a retired stream keeps its key");
+        CHECK(s->next || a->streams_tail == s, "the stream list's tail is wrong");
+    }
+    CHECK(n_streams == a->n_streams, "%zu stream records in the list, %zu counted", n_streams, a->n_streams);
+    for (cca_stream_t *s = a->husks; s; s = s->next)
+        CHECK(!s->free[0] && !s->live.slots, "a retired record kept its bins or map");
     for (cca_stream_t *s = a->streams; s; s = s->next)
         for (int p = 0; p < 2; p++) {
             size_t before = w.tree_blocks;
-            _cca_bins_visit(&s->free[p], count_tree, &w.tree_blocks);
-            CHECK(w.tree_blocks - before == s->free[p].count, "free-bin count %zu, %zu blocks in the bins",
-                  s->free[p].count, w.tree_blocks - before);
+            _cca_bins_visit(s->free[p], count_tree, &w.tree_blocks);
+            CHECK(w.tree_blocks - before == s->free[p]->count, "free-bin count %zu, %zu blocks in the bins",
+                  s->free[p]->count, w.tree_blocks - before);
         }
     CHECK(w.tree_blocks == w.free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w.tree_blocks, w.free_blocks);
     size_t mapped = 0;
@@ -122,7 +140,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
     }
     CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
-        const cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        const cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             int64_t leases = 0;
             for (cca_stream_t *s = a->streams; s; s = s->next) leases += s->ctr[k].lease[p];
@@ -137,6 +155,12 @@ static cca_status_t check_locked(cca_allocator_t *a)
 #define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
     CCA_STAT_FIELDS(CHECK_STAT_)
 #undef CHECK_STAT_
+    if ((st = check_stat("oversize_allocations", a->oversize_pools, &w.oversize_allocations, acc)) != CCA_OK) return st;
+    tally_t seg_t = { { w.oversize_segments, 0, w.oversize_segments } };
+    const cca_stat_t *os = &a->oversize_segments;
+    CHECK(os->current == seg_t.v[0], "oversize_segments.current is %lld, the walk finds %lld",
+          (long long)os->current, (long long)seg_t.v[0]);
+    CHECK(os->peak >= os->current && (!acc || os->allocated - os->freed == os->current), "oversize_segments: bad peak or totals");
     return check_order(&a->stats);
 }
 

@@ -23,6 +23,16 @@ static cca_status_t check_config(const cca_config_t *c)
     return CCA_OK;
 }
 
+/* The effective cap from the configuration's fraction and limit (the
+ * smaller wins), and whether garbage collection runs (it needs a cap). */
+static void set_cap(cca_allocator_t *a)
+{
+    a->cap = SIZE_MAX;
+    if (a->cfg.memory_fraction > 0.0) a->cap = (size_t)(a->cfg.memory_fraction * (double)a->device_total);
+    if (a->cfg.memory_limit && a->cfg.memory_limit < a->cap) a->cap = a->cfg.memory_limit;
+    a->gc_enabled = a->cap != SIZE_MAX && a->cfg.garbage_collection_threshold > 0.0;
+}
+
 static cca_status_t device_total(cca_allocator_t *a, size_t *total)
 {
     int count = 0;
@@ -66,10 +76,13 @@ cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out)
         free(a);
         return s;
     }
-    a->cap = SIZE_MAX;
-    if (c.memory_fraction > 0.0) a->cap = (size_t)(c.memory_fraction * (double)a->device_total);
-    if (c.memory_limit && c.memory_limit < a->cap) a->cap = c.memory_limit;
-    a->gc_enabled = a->cap != SIZE_MAX && c.garbage_collection_threshold > 0.0;
+    if (!_cca_segmap_init(a)) {
+        free(a);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+    }
+    a->host_bytes += (int64_t)sizeof *a;
+    set_cap(a);
+    _cca_registry_add(a);
     *out = a;
     return CCA_OK;
 }
@@ -77,6 +90,8 @@ cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out)
 void cca_destroy(cca_allocator_t *a)
 {
     if (!a) return;
+    _cca_registry_remove(a);                  /* exiting threads no longer touch it */
+    atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
     _cca_lock_all(a);
     dev_guard_t g;
     if (_cca_device_enter(a, &g) != cudaSuccess) _cca_clear_error();
@@ -99,5 +114,64 @@ void cca_destroy(cca_allocator_t *a)
         _cca_stream_free(st);
         st = next;
     }
+    for (st = a->husks; st;) {
+        cca_stream_t *next = st->next;
+        _cca_stream_free(st);
+        st = next;
+    }
+    _cca_segments_destroy(a);
+    _cca_segmap_fini(a);
     free(a);
+}
+
+/* ---- the cap at run time ------------------------------------------------ */
+
+/* Applies a new fraction or limit (all locked): effective for the next
+ * growth; memory reserved above it stays until cca_empty_cache (as PyTorch). */
+static cca_status_t change_cap(cca_allocator_t *a, const char *what, const double *fraction, const size_t *limit)
+{
+    _cca_lock_all(a);
+    double old_f = a->cfg.memory_fraction;
+    size_t old_l = a->cfg.memory_limit;
+    if (fraction) a->cfg.memory_fraction = *fraction;
+    if (limit) a->cfg.memory_limit = *limit;
+    set_cap(a);
+    if (a->cap < CCA_SMALL_BUFFER) {          /* not even one small segment would fit */
+        a->cfg.memory_fraction = old_f;
+        a->cfg.memory_limit = old_l;
+        size_t cap = a->cap;
+        set_cap(a);
+        _cca_unlock_all(a, NULL);
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+                         "%s: a cap of %zu bytes on device %d leaves no room for one 2 MiB segment", what, cap,
+                         a->cfg.device);
+    }
+    _cca_unlock_all(a, NULL);
+    return CCA_OK;
+}
+
+cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: allocator is NULL");
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %g is not in [0, 1] (0: no fraction cap)",
+                         fraction);
+    return change_cap(a, "cca_set_memory_fraction", &fraction, NULL);
+}
+
+cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: allocator is NULL");
+    return change_cap(a, "cca_set_memory_limit", NULL, &bytes);
+}
+
+cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fraction, size_t *limit)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_memory_cap: allocator is NULL");
+    _cca_lock_all(a);
+    if (bytes) *bytes = a->cap == SIZE_MAX ? 0 : a->cap;
+    if (fraction) *fraction = a->cfg.memory_fraction;
+    if (limit) *limit = a->cfg.memory_limit;
+    _cca_unlock_all(a, NULL);
+    return CCA_OK;
 }

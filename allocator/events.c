@@ -154,6 +154,24 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
     if (b->event_count == 0) _cca_free_block(a, b);
 }
 
+/* Destroys a retired stream's spare events and frees its event arrays (all
+ * locked; it has no pending event). */
+void _cca_events_release(cca_allocator_t *a, cca_stream_t *st)
+{
+    cca_events_t *ev = &st->events;
+    if (ev->n_pool) {
+        dev_guard_t g;
+        bool ok = _cca_device_enter(a, &g) == cudaSuccess;
+        for (size_t i = 0; ok && i < ev->n_pool; i++)
+            if (cudaEventDestroy(ev->pool[i]) != cudaSuccess) _cca_clear_error();
+        if (!ok) _cca_clear_error();
+        _cca_device_leave(&g);
+    }
+    free(ev->pending);
+    free(ev->pool);
+    *ev = (cca_events_t){ 0 };
+}
+
 /* Destroys every stream's events (all locked, a's device current). */
 void _cca_events_destroy(cca_allocator_t *a)
 {

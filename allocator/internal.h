@@ -64,13 +64,17 @@ struct cca_block {
     int event_count;                                  /* outstanding events while pending */
 } __attribute__((aligned(64)));
 
+/* Segment records are recycled, never freed before the allocator: the
+ * address map is read without a lock and may hand a reader a record that
+ * was just released (see segmap.c). */
 struct cca_segment {
     uintptr_t addr;
     size_t size;
     int pool;                                         /* CCA_PSMALL / CCA_PLARGE */
     cca_stream_t *stream;
+    cca_stream_t *_Atomic owner;                      /* = stream, for lock-free readers; NULL when recycled */
     cca_block_t *first;                               /* lowest block */
-    cca_segment_t *prev, *next;                       /* allocator's segment list */
+    cca_segment_t *prev, *next;                       /* allocator's segment list (spare list when recycled) */
 };
 
 /* Size classes of free blocks: exact below 32 KiB (64 classes of 512 B),
@@ -96,12 +100,13 @@ typedef struct cca_ptrmap_slot {
 typedef struct cca_ptrmap {                           /* open addressing, linear probing */
     cca_ptrmap_slot_t *slots;
     size_t mask, count;
+    size_t bytes;                                     /* host bytes of slots */
 } cca_ptrmap_t;
 
 /* The stats kept per stream; the others (segment, reserved_bytes, num_*)
  * change only all locked. */
 #define CCA_SHARD_STATS(X) X(allocation) X(active) X(inactive_split) X(allocated_bytes) \
-    X(active_bytes) X(inactive_split_bytes) X(requested_bytes)
+    X(active_bytes) X(inactive_split_bytes) X(requested_bytes) X(oversize_allocations)
 enum {
 #define CCA_SHARD_ENUM_(name) CCA_K_##name,
     CCA_SHARD_STATS(CCA_SHARD_ENUM_)
@@ -133,19 +138,29 @@ typedef struct cca_events {                           /* a stream's blocks' even
     size_t n_pool, cap_pool;
 } cca_events_t;
 
+/* A stream record. Records are never freed before the allocator: a
+ * retired stream's heavy parts (bins, address map, events) are freed and
+ * its small record ("husk") is kept for the next new stream, so that a
+ * thread holding a stale pointer (from its stream cache or the address
+ * map) may still take its lock and see, under it, that it changed. */
+#define CCA_KEY_DEAD (UINT64_MAX - 1)                 /* key of a retired record: matches no stream */
 struct cca_stream {
     cca_lock_t lock;                                  /* guards everything below but next */
-    uint64_t key;                                     /* identity (handle, or per-thread id) */
+    uint64_t key;                                     /* identity (handle, or per-thread id); CCA_KEY_DEAD once retired */
     cudaStream_t handle;                              /* as the caller named it */
     cca_ctr_t ctr[CCA_NSHARD];
-    cca_ptrmap_t live;                                /* handed-out address -> block */
+    cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
     cca_block_t *spare;                               /* recycled block structs (via next) */
     cca_block_t *parked[2];                           /* per pool: last freed block, merge deferred */
     uint64_t parked_epoch[2];                         /* epoch when it was parked */
     uint64_t epoch;                                   /* bumped when its leases shrink or its figures rise */
     cca_events_t events;                              /* events its pending blocks wait for */
-    cca_bins_t free[2];                               /* free blocks, per pool */
-    cca_stream_t *_Atomic next;                       /* allocator's stream list (append only) */
+    cca_bins_t *free[2];                              /* free blocks, per pool (one allocation) */
+    int64_t host_bytes;                               /* host memory its hot path allocated (block structs, map) */
+    uint64_t lookups;                                 /* frees and record_streams that found their block here */
+    _Atomic bool dying;                               /* its thread exited: retire on the next all-locked call */
+    bool dead;                                        /* retired: no new blocks; freed once it holds no segment */
+    cca_stream_t *_Atomic next;                       /* allocator's stream list (changed all locked) */
 };
 
 
@@ -164,6 +179,7 @@ typedef struct cca_oom_ctx {
 
 struct cca_allocator {
     cca_lock_t lock;                                  /* first of the all-locked path */
+    cca_allocator_t *reg_next;                        /* registry of live allocators (stream.c) */
     bool all_locked;                                  /* set while the all-locked path runs */
     bool counters_moved;                              /* all locked: figures or peaks changed, deal leases anew */
     uint64_t id;                                      /* unique per allocator, for thread caches */
@@ -178,7 +194,17 @@ struct cca_allocator {
     int64_t inc_base[CCA_NSHARD][CCA_POOL_COUNT];     /* sum of inc at the last accumulated reset */
     int64_t freed_base[CCA_NSHARD][CCA_POOL_COUNT];   /* sum of inc - cur then */
     cca_stream_t *streams, *streams_tail;
+    cca_stream_t *husks;                              /* retired records for reuse (via next) */
+    size_t n_streams;                                 /* records in the list, dead ones included */
+    _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
+    int64_t retired_inc[CCA_NSHARD][2];               /* increases counted by streams since retired */
     cca_segment_t *segments;
+    cca_segment_t *spare_segs;                        /* recycled segment records (via next) */
+    void *_Atomic *segmap;                            /* address -> segment (segmap.c) */
+    int64_t host_bytes;                               /* host memory of all-locked structures */
+    uint64_t lock_all_count;                          /* all-locked entries (tests: what a call took) */
+    cca_stat_t oversize_segments;                     /* segments of at least max_split_size (as PyTorch) */
+    cca_stat_t oversize_pools[CCA_POOL_COUNT];        /* the shard stat behind stats.oversize_allocations */
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
@@ -216,12 +242,25 @@ bool         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
 cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
 
+/* segmap.c: the allocator-wide address map (read without a lock). */
+bool           _cca_segmap_init(cca_allocator_t *a);
+void           _cca_segmap_fini(cca_allocator_t *a);
+bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size);   /* all locked */
+void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
+
 /* stream.c: stream identity and per-stream state. */
 uint64_t      _cca_stream_key_special(int device, cudaStream_t s);
 bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
 void          _cca_stream_free(cca_stream_t *st);
+int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
+void          _cca_streams_reap(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
+void          _cca_stream_retire_locked(cca_allocator_t *a, cca_stream_t *st);
+bool          _cca_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
+void          _cca_registry_remove(cca_allocator_t *a);
 
 /* Per thread, the streams it used last (a few, of any allocators). */
 #define CCA_STREAM_CACHE 4
@@ -246,13 +285,6 @@ static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
     return NULL;
-}
-
-/* The i-th most recent of a's streams in this thread's cache, or NULL. */
-static inline cca_stream_t *_cca_stream_recent(const cca_allocator_t *a, unsigned i)
-{
-    const cca_stream_cache_t *c = &_cca_stream_cache[(_cca_stream_cache_last + CCA_STREAM_CACHE - i) % CCA_STREAM_CACHE];
-    return c->alloc_id == a->id ? c->st : NULL;
 }
 
 /* errors.c */
@@ -289,6 +321,7 @@ cudaError_t  _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a
 void         _cca_device_leave(dev_guard_t *g);                        /* restores the caller's */
 size_t       _cca_allocation_size(size_t rounded);
 bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
+void         _cca_segments_destroy(cca_allocator_t *a);    /* frees the recycled segment records */
 void         _cca_release_cached(cca_allocator_t *a);
 cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
 
@@ -299,19 +332,22 @@ size_t       _cca_pending_total(const cca_allocator_t *a);
 void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
 void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
 void         _cca_events_destroy(cca_allocator_t *a);
+void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 
 /* stats/counters.c: the per-stream counters and the all-locked view. */
 void         _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d);
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
+void         _cca_counters_reset_peaks(cca_allocator_t *a);
+void         _cca_counters_view(cca_allocator_t *a, cca_stats_t *out);   /* all locked */
 bool         _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
 /* Makes room under st's leases for the change d (st locked, hot path): 0
  * none (take the all-locked path), 1 room, 2 room with the other streams
  * held: apply d, then _cca_counters_release_others. */
 int          _cca_counters_make_room(cca_allocator_t *a, cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD]);
 void         _cca_counters_release_others(cca_allocator_t *a, cca_stream_t *st);
-cca_stat_t  *_cca_shard_stat(cca_stats_t *s, int k);
+cca_stat_t  *_cca_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard stat k, by pool */
 
 /* stats/stats.c: optional accounting attached to the allocator. */
 void   _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx);
@@ -413,6 +449,13 @@ static inline void _cca_merge_deltas(const cca_block_t *b, int64_t *dcount, int6
     *dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
 }
 
+/* 1 if a block of `size` bytes counts as an oversize allocation (PyTorch:
+ * at least max_split_size), else 0. */
+static inline int64_t _cca_oversize(const cca_allocator_t *a, size_t size)
+{
+    return size >= a->cfg.max_split_size;
+}
+
 /* The change to st's figures that taking `size` bytes of b makes. */
 static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size, size_t requested,
                       int64_t d[CCA_NSHARD])
@@ -420,6 +463,7 @@ static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t 
     int64_t dcount, dbytes;
     bool split = _cca_take_split_deltas(a, b, size, &dcount, &dbytes);
     int64_t bytes = (int64_t)(split ? size : b->size);
+    d[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
     d[CCA_K_allocation] = d[CCA_K_active] = 1;
     d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = bytes;
     d[CCA_K_requested_bytes] = (int64_t)requested;
@@ -431,15 +475,16 @@ static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t 
 static inline void _cca_pending_deltas(const cca_block_t *b, int64_t d[CCA_NSHARD])
 {
     _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
-    d[CCA_K_allocation] = d[CCA_K_allocated_bytes] = d[CCA_K_requested_bytes] = 0;
+    d[CCA_K_allocation] = d[CCA_K_allocated_bytes] = d[CCA_K_requested_bytes] = d[CCA_K_oversize_allocations] = 0;
     d[CCA_K_active] = -1;
     d[CCA_K_active_bytes] = -(int64_t)b->size;
 }
 
 /* The change to its stream's figures that freeing allocated block b makes. */
-static inline void _cca_free_deltas(const cca_block_t *b, int64_t d[CCA_NSHARD])
+static inline void _cca_free_deltas(const cca_allocator_t *a, const cca_block_t *b, int64_t d[CCA_NSHARD])
 {
     _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
+    d[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
     d[CCA_K_allocation] = d[CCA_K_active] = -1;
     d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = -(int64_t)b->size;
     d[CCA_K_requested_bytes] = -(int64_t)b->requested;

@@ -18,6 +18,7 @@ bool _cca_ptrmap_init(cca_ptrmap_t *m)
     m->slots = calloc(n, sizeof *m->slots);
     m->mask = n - 1;
     m->count = 0;
+    m->bytes = m->slots ? n * sizeof *m->slots : 0;
     return m->slots != NULL;
 }
 
@@ -25,6 +26,7 @@ void _cca_ptrmap_fini(cca_ptrmap_t *m)
 {
     free(m->slots);
     m->slots = NULL;
+    m->bytes = 0;
 }
 
 static void put_unchecked(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
@@ -38,8 +40,9 @@ static void put_unchecked(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
 
 static bool grow(cca_ptrmap_t *m)
 {
-    cca_ptrmap_t bigger = { calloc((m->mask + 1) * 2, sizeof *m->slots), m->mask * 2 + 1, 0 };
+    cca_ptrmap_t bigger = { calloc((m->mask + 1) * 2, sizeof *m->slots), m->mask * 2 + 1, 0, 0 };
     if (!bigger.slots) return false;
+    bigger.bytes = (bigger.mask + 1) * sizeof *bigger.slots;
     for (size_t i = 0; i <= m->mask; i++)
         if (m->slots[i].key) put_unchecked(&bigger, m->slots[i].key, m->slots[i].block);
     _cca_ptrmap_fini(m);

@@ -35,6 +35,38 @@ size_t _cca_allocation_size(size_t rounded)
 
 /* ---- segments ---------------------------------------------------------- */
 
+/* A segment record: recycled ones first (they are never freed before the
+ * allocator; see segmap.c). */
+static cca_segment_t *segment_new(cca_allocator_t *a)
+{
+    cca_segment_t *seg = a->spare_segs;
+    if (seg) {
+        a->spare_segs = seg->next;                  /* its owner is NULL already */
+    } else {
+        if (!(seg = malloc(sizeof *seg))) return NULL;
+        a->host_bytes += (int64_t)sizeof *seg;
+        atomic_init(&seg->owner, NULL);
+    }
+    seg->stream = NULL;
+    seg->first = NULL;
+    seg->prev = seg->next = NULL;
+    return seg;
+}
+
+static void segment_recycle(cca_allocator_t *a, cca_segment_t *seg)
+{
+    atomic_store_explicit(&seg->owner, NULL, memory_order_relaxed);
+    seg->stream = NULL;
+    seg->next = a->spare_segs;
+    a->spare_segs = seg;
+}
+
+void _cca_segments_destroy(cca_allocator_t *a)
+{
+    for (cca_segment_t *s = a->spare_segs, *n; s; s = n) { n = s->next; free(s); }
+    a->spare_segs = NULL;
+}
+
 static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
                                   cca_oom_ctx_t *ctx, bool retry, cca_block_t **out)
 {
@@ -45,12 +77,15 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
         return CCA_ERROR_OUT_OF_MEMORY;
     }
     /* its own block struct: the stream's spare stays for the split that follows */
-    cca_segment_t *seg = calloc(1, sizeof *seg);
+    cca_segment_t *seg = segment_new(a);
     cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
-    if (b) memset(b, 0, sizeof *b);
+    if (b) {
+        memset(b, 0, sizeof *b);
+        a->host_bytes += (int64_t)sizeof *b;
+    }
     if (!seg || !b) {
-        free(seg);
-        free(b);
+        if (seg) segment_recycle(a, seg);
+        if (b) { free(b); a->host_bytes -= (int64_t)sizeof *b; }
         ctx->host_failed = true;
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
     }
@@ -58,11 +93,18 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     dev_guard_t g;
     cudaError_t e = _cca_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaMalloc(&p, size);
+    bool mapped = e == cudaSuccess && _cca_segmap_reserve(a, (uintptr_t)p, size);
+    if (e == cudaSuccess && !mapped && cudaFree(p) != cudaSuccess) _cca_clear_error();
     _cca_device_leave(&g);
-    if (e != cudaSuccess) {
-        _cca_clear_error();
-        free(seg);
+    if (!mapped) {
+        segment_recycle(a, seg);
         free(b);
+        a->host_bytes -= (int64_t)sizeof *b;
+        if (e == cudaSuccess) {                       /* the address map's host memory ran out */
+            ctx->host_failed = true;
+            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for the address map ran out");
+        }
+        _cca_clear_error();
         if (e == cudaErrorMemoryAllocation) {
             ctx->device_refused = true;
             return CCA_ERROR_OUT_OF_MEMORY;
@@ -74,6 +116,7 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     seg->size = size;
     seg->pool = pool;
     seg->stream = st;
+    atomic_store_explicit(&seg->owner, st, memory_order_relaxed);
     seg->first = b;
     seg->next = a->segments;
     if (a->segments) a->segments->prev = seg;
@@ -83,10 +126,12 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     b->seg = seg;
     b->gc_base = atomic_load_explicit(&a->gc_searches, memory_order_relaxed);
     b->state = CCA_BLOCK_FREE;
-    _cca_bins_insert(&st->free[pool], b);
+    _cca_bins_insert(st->free[pool], b);
+    _cca_segmap_insert(a, seg);
     int ps = _cca_pool_stat(pool);
     _cca_stat_add(a->stats.segment, ps, 1);
     _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
+    if (_cca_oversize(a, size)) _cca_stat_update(&a->oversize_segments, 1);
     a->stats.num_device_alloc++;
     if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
         a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
@@ -106,16 +151,18 @@ bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
         _cca_clear_error();
         return false;
     }
-    _cca_bins_remove(&seg->stream->free[seg->pool], b);
+    _cca_segmap_remove(a, seg);
+    _cca_bins_remove(seg->stream->free[seg->pool], b);
     int ps = _cca_pool_stat(seg->pool);
     _cca_stat_add(a->stats.segment, ps, -1);
     _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
+    if (_cca_oversize(a, seg->size)) _cca_stat_update(&a->oversize_segments, -1);
     a->stats.num_device_free++;
     if (seg->prev) seg->prev->next = seg->next;
     else a->segments = seg->next;
     if (seg->next) seg->next->prev = seg->prev;
     _cca_block_recycle(seg->stream, b);
-    free(seg);
+    segment_recycle(a, seg);
     return true;
 }
 
@@ -141,11 +188,11 @@ static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, si
     size_t msz = a->cfg.max_split_size;
     if (msz == SIZE_MAX || pool != CCA_PLARGE) return false;
     size_t key = size < msz ? msz : size;
-    cca_block_t *b = _cca_bins_best_fit(&st->free[pool], key);
+    cca_block_t *b = _cca_bins_best_fit(st->free[pool], key);
     if (b) return _cca_release_segment(a, b->seg);
     size_t released = 0;
     while (released < key) {
-        b = _cca_bins_largest(&st->free[pool]);
+        b = _cca_bins_largest(st->free[pool]);
         if (!b || b->size < msz) break;
         size_t sz = b->size;
         if (!_cca_release_segment(a, b->seg)) break;

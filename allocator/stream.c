@@ -2,7 +2,10 @@
  * legacy default stream (NULL or cudaStreamLegacy) and cudaStreamPerThread,
  * which names a different stream in each thread and on each device: its
  * runtime id is asked once per thread and device and cached here. */
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 #define PTS_DEVICES 64
@@ -57,25 +60,96 @@ static void remember(cca_allocator_t *a, cca_stream_t *st)
     _cca_stream_cache_last = i;
 }
 
+/* ---- stream records ----------------------------------------------------- */
+
+/* The heavy parts of a record: bins for both pools and the address map. */
+static bool body_alloc(cca_stream_t *st)
+{
+    cca_bins_t *bins = calloc(2, sizeof *bins);
+    if (!bins) return false;
+    if (!_cca_ptrmap_init(&st->live)) {
+        free(bins);
+        return false;
+    }
+    st->free[CCA_PSMALL] = &bins[0];
+    st->free[CCA_PLARGE] = &bins[1];
+    return true;
+}
+
+/* Frees the heavy parts (st holds no segment and no pending event). */
+static void body_free(cca_stream_t *st)
+{
+    for (cca_block_t *b = st->spare, *bn; b; b = bn) {
+        bn = b->next;
+        free(b);
+        st->host_bytes -= (int64_t)sizeof *b;
+    }
+    st->spare = NULL;
+    _cca_ptrmap_fini(&st->live);
+    free(st->free[CCA_PSMALL]);                       /* both pools: one allocation */
+    st->free[CCA_PSMALL] = st->free[CCA_PLARGE] = NULL;
+}
+
+/* Host bytes of st's heavy parts, for the host_bytes figure. */
+int64_t _cca_stream_host_bytes(const cca_stream_t *st)
+{
+    int64_t n = st->host_bytes + (int64_t)st->live.bytes;
+    if (st->free[CCA_PSMALL]) n += 2 * (int64_t)sizeof(cca_bins_t);
+    n += (int64_t)(st->events.cap_pending * sizeof(cca_pending_t) + st->events.cap_pool * sizeof(cudaEvent_t));
+    return n;
+}
+
+/* A record for a new stream, locked (as every record is while all locked):
+ * a retired one if there is one, else a new one. */
+static cca_stream_t *record_new(cca_allocator_t *a)
+{
+    cca_stream_t *st = a->husks;
+    if (st) {
+        _cca_lock(&st->lock);                         /* a stale reader may hold it for a moment */
+        a->husks = st->next;
+        memset((char *)st + offsetof(cca_stream_t, key), 0, sizeof *st - offsetof(cca_stream_t, key));
+    } else {
+        if (!(st = calloc(1, sizeof *st))) return NULL;
+        a->host_bytes += (int64_t)sizeof *st;
+        _cca_lock_init(&st->lock);
+        _cca_lock(&st->lock);
+    }
+    atomic_init(&st->dying, false);
+    atomic_init(&st->next, NULL);
+    if (!body_alloc(st)) {
+        st->key = CCA_KEY_DEAD;
+        atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
+        a->husks = st;
+        _cca_unlock(&st->lock);
+        return NULL;
+    }
+    return st;
+}
+
+static bool register_exit(cca_allocator_t *a, cca_stream_t *st);
+
 /* The state of stream `key` (all locked), created on first use. */
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 {
     cca_stream_t *st = _cca_stream_cached(a, key);
-    if (st) return st;
+    if (st && st->key == key) return st;
     for (st = a->streams; st && st->key != key; st = st->next) {}
     if (!st) {
-        st = calloc(1, sizeof *st);
-        if (!st || !_cca_ptrmap_init(&st->live)) {
-            free(st);
-            return NULL;
-        }
-        _cca_lock_init(&st->lock);
-        _cca_lock(&st->lock);             /* held like every other stream's while all locked */
+        if (!(st = record_new(a))) return NULL;
         st->key = key;
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
+        if (_cca_stream_is_per_thread_key(key) && !register_exit(a, st)) {
+            body_free(st);
+            st->key = CCA_KEY_DEAD;
+            atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
+            a->husks = st;
+            _cca_unlock(&st->lock);
+            return NULL;
+        }
         if (a->streams_tail) a->streams_tail->next = st;
         else a->streams = st;
         a->streams_tail = st;
+        a->n_streams++;
     }
     remember(a, st);
     return st;
@@ -83,7 +157,161 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 
 void _cca_stream_free(cca_stream_t *st)
 {
-    for (cca_block_t *b = st->spare, *bn; b; b = bn) { bn = b->next; free(b); }
-    _cca_ptrmap_fini(&st->live);
+    if (st->free[CCA_PSMALL]) body_free(st);
     free(st);
+}
+
+/* ---- retiring streams ----------------------------------------------------
+ * A dying stream (its thread exited, or cca_stream_retire) becomes dead on
+ * the next all-locked call: no lookup finds it any more, the device is
+ * waited for once (its work may still use its cached blocks), its fully
+ * free segments go back to the device, and once it holds no segment its
+ * record is taken out of the list, its figures folded into the allocator's,
+ * its heavy parts freed and its husk kept for the next new stream. */
+
+/* Takes dead stream st (holding nothing) out of the list; prev is the record before it. */
+static void bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
+{
+    cca_stream_t *next = st->next;
+    if (prev) prev->next = next;
+    else a->streams = next;
+    if (a->streams_tail == st) a->streams_tail = prev;
+    a->n_streams--;
+    for (int k = 0; k < CCA_NSHARD; k++)
+        for (int q = 0; q < 2; q++) a->retired_inc[k][q] += st->ctr[k].inc[q];
+    _cca_events_release(a, st);
+    body_free(st);
+    a->host_bytes += st->host_bytes;                  /* what it counted lives on elsewhere, or was freed above */
+    st->host_bytes = 0;
+    a->counters_moved = true;                         /* its leases are gone: deal anew */
+    atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
+    a->husks = st;
+    _cca_unlock(&st->lock);                           /* no longer in the list, so not unlocked with it */
+}
+
+static bool holds_segment(const cca_allocator_t *a, const cca_stream_t *st)
+{
+    for (const cca_segment_t *s = a->segments; s; s = s->next)
+        if (s->stream == st) return true;
+    return false;
+}
+
+void _cca_streams_reap(cca_allocator_t *a)
+{
+    atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
+    bool fresh = false, holding = false;
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        if (!st->dead && atomic_load_explicit(&st->dying, memory_order_relaxed)) {
+            st->dead = true;
+            st->key = CCA_KEY_DEAD;                   /* no lookup finds it; a reused handle is a new stream */
+            fresh = true;
+        }
+        if (st->dead && (st->events.n_pending || holds_segment(a, st))) holding = true;
+    }
+    if (fresh && holding) {                           /* work queued on it may still use its blocks */
+        dev_guard_t g;
+        if (_cca_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_clear_error();
+        _cca_device_leave(&g);
+        a->stats.num_sync_all_streams++;
+        _cca_process_events(a);
+    }
+    for (cca_segment_t *s = a->segments, *next; s; s = next) {
+        next = s->next;
+        if (s->stream->dead && s->first->state == CCA_BLOCK_FREE && !s->first->next) _cca_release_segment(a, s);
+    }
+    for (cca_stream_t *st = a->streams, *prev = NULL, *next; st; st = next) {
+        next = st->next;
+        if (st->dead && !st->events.n_pending && !holds_segment(a, st)) bury(a, prev, st);
+        else prev = st;
+    }
+}
+
+/* ---- thread exit ---------------------------------------------------------
+ * A thread that used cudaStreamPerThread with an allocator keeps a list of
+ * those records; a pthread key's destructor marks them dying when the
+ * thread exits (no CUDA call there), if their allocator still lives. */
+
+typedef struct exit_entry { cca_allocator_t *a; uint64_t alloc_id, key; cca_stream_t *st; } exit_entry_t;
+typedef struct exit_list { size_t n, cap; exit_entry_t *e; } exit_list_t;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cca_allocator_t *registry;                     /* live allocators, via reg_next */
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+static bool registered(const cca_allocator_t *a, uint64_t id)
+{
+    for (const cca_allocator_t *r = registry; r; r = r->reg_next)
+        if (r == a && r->id == id) return true;
+    return false;
+}
+
+static void thread_exit(void *p)
+{
+    exit_list_t *l = p;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < l->n; i++) {
+        exit_entry_t *e = &l->e[i];
+        if (!registered(e->a, e->alloc_id)) continue;   /* destroyed: its records are gone */
+        _cca_lock(&e->st->lock);                        /* records live as long as their allocator */
+        bool same = e->st->key == e->key;
+        if (same) atomic_store_explicit(&e->st->dying, true, memory_order_relaxed);
+        _cca_unlock(&e->st->lock);
+        if (same) atomic_store_explicit(&e->a->dead_pending, true, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    free(l->e);
+    free(l);
+}
+
+static void exit_key_create(void) { exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0; }
+
+/* Remembers that this thread's per-thread stream st must die with it. */
+static bool register_exit(cca_allocator_t *a, cca_stream_t *st)
+{
+    pthread_once(&exit_once, exit_key_create);
+    if (!exit_key_ok) return false;
+    exit_list_t *l = pthread_getspecific(exit_key);
+    if (!l) {
+        if (!(l = calloc(1, sizeof *l))) return false;
+        if (pthread_setspecific(exit_key, l) != 0) {
+            free(l);
+            return false;
+        }
+    }
+    for (size_t i = 0; i < l->n; i++)                 /* an entry of a destroyed allocator or dead record: reuse it */
+        if (l->e[i].a == a && l->e[i].alloc_id == a->id) {
+            l->e[i] = (exit_entry_t){ a, a->id, st->key, st };
+            return true;
+        }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        exit_entry_t *e = realloc(l->e, cap * sizeof *e);
+        if (!e) return false;
+        l->e = e;
+        l->cap = cap;
+    }
+    l->e[l->n++] = (exit_entry_t){ a, a->id, st->key, st };
+    return true;
+}
+
+bool _cca_registry_add(cca_allocator_t *a)
+{
+    pthread_mutex_lock(&registry_lock);
+    a->reg_next = registry;
+    registry = a;
+    pthread_mutex_unlock(&registry_lock);
+    return true;
+}
+
+void _cca_registry_remove(cca_allocator_t *a)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (cca_allocator_t **r = &registry; *r; r = &(*r)->reg_next)
+        if (*r == a) {
+            *r = a->reg_next;
+            break;
+        }
+    pthread_mutex_unlock(&registry_lock);
 }

@@ -66,6 +66,12 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
     X(num_device_alloc,     "successful cudaMalloc calls") \
     X(num_device_free,      "successful cudaFree calls") \
     X(num_sync_all_streams, "waits for all pending events")
+/* Appended later (fields are only ever appended): X(type, name, meaning). */
+#define CCA_STATS_TAIL_FIELDS(X) \
+    X(cca_stat_t, oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
+    X(cca_stat_t, oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
+    X(int64_t,    max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
+    X(int64_t,    host_bytes,           "host memory cca holds for its own bookkeeping")
 
 typedef struct cca_stats {
 #define CCA_STAT_MEMBER_(name, doc) cca_stat_t name[CCA_POOL_COUNT];
@@ -74,6 +80,9 @@ typedef struct cca_stats {
 #define CCA_COUNTER_MEMBER_(name, doc) int64_t name;
     CCA_COUNTER_FIELDS(CCA_COUNTER_MEMBER_)
 #undef CCA_COUNTER_MEMBER_
+#define CCA_TAIL_MEMBER_(type, name, doc) type name;
+    CCA_STATS_TAIL_FIELDS(CCA_TAIL_MEMBER_)
+#undef CCA_TAIL_MEMBER_
 } cca_stats_t;
 
 /* Fills cfg with the defaults (PyTorch's rules: no split limit, 512 B
@@ -116,6 +125,30 @@ CCA_API cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream
 
 /* Waits for pending frees, then returns every fully free segment to the device. */
 CCA_API cca_status_t cca_empty_cache(cca_allocator_t *a);
+
+/* Tells cca that a stream the program created is about to be destroyed
+ * (call it before cudaStreamDestroy): its cached free segments go back to
+ * the device after one device-wide wait, blocks still live are freed later
+ * as usual, and a handle the runtime reuses afterwards is a new stream.
+ * Without it, a reused handle is taken for the old stream (as in PyTorch).
+ * Per-thread streams are retired by themselves when their thread exits.
+ * A stream cca never saw is no error. CCA_ERROR_INVALID_ARGUMENT for a NULL
+ * allocator or the legacy default stream. */
+CCA_API cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream);
+
+/* Changes the cap at run time, effective for the next growth; memory
+ * reserved above a new cap stays until cca_empty_cache (as PyTorch). The
+ * fraction is of the device's total memory, 0 removes the fraction cap;
+ * a limit of 0 bytes removes the byte cap; the smaller of the two wins.
+ * CCA_ERROR_INVALID_ARGUMENT (and nothing changes) for a NULL allocator, a
+ * fraction outside [0, 1] or NaN, or a cap below one 2 MiB segment. */
+CCA_API cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction);
+CCA_API cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes);
+
+/* The cap now: *bytes the effective cap (0: none), *fraction and *limit
+ * the settings behind it; any may be NULL. CCA_ERROR_INVALID_ARGUMENT for a
+ * NULL allocator. */
+CCA_API cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fraction, size_t *limit);
 
 /* Copies all statistics out as one consistent snapshot. */
 CCA_API cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out);

@@ -14,14 +14,17 @@ static const size_t shard_offset[CCA_NSHARD] = {
 #undef SHARD_OFFSET_
 };
 
-cca_stat_t *_cca_shard_stat(cca_stats_t *s, int k)
+/* oversize_allocations is one figure in the public view (as PyTorch's);
+ * its per-pool form lives beside it, so that leases work alike. */
+cca_stat_t *_cca_shard_stat(cca_allocator_t *a, int k)
 {
-    return (cca_stat_t *)((char *)s + shard_offset[k]);
+    if (k == CCA_K_oversize_allocations) return a->oversize_pools;
+    return (cca_stat_t *)((char *)&a->stats + shard_offset[k]);
 }
 
 void _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d)
 {
-    _cca_stat_add(_cca_shard_stat(&a->stats, k), _cca_pool_stat(pool), d);
+    _cca_stat_add(_cca_shard_stat(a, k), _cca_pool_stat(pool), d);
     a->counters_moved = true;
 }
 
@@ -39,6 +42,8 @@ static inline int64_t inc_of(const cca_ctr_t *c, int p)
 void _cca_counters_refresh(cca_allocator_t *a)
 {
     int64_t cur[CCA_NSHARD][2] = { { 0 } }, inc[CCA_NSHARD][2] = { { 0 } };
+    for (int k = 0; k < CCA_NSHARD; k++)             /* what retired streams had counted */
+        for (int q = 0; q < 2; q++) inc[k][q] = a->retired_inc[k][q];
     for (const cca_stream_t *st = a->streams; st; st = st->next)
         for (int k = 0; k < CCA_NSHARD; k++)
             for (int q = 0; q < 2; q++) {
@@ -46,7 +51,7 @@ void _cca_counters_refresh(cca_allocator_t *a)
                 inc[k][q] += st->ctr[k].inc[q];
             }
     for (int k = 0; k < CCA_NSHARD; k++) {
-        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             int64_t c = p == CCA_POOL_ALL ? cur[k][0] + cur[k][1] : cur[k][p - 1];
             int64_t i = p == CCA_POOL_ALL ? inc[k][0] + inc[k][1] : inc[k][p - 1];
@@ -60,7 +65,7 @@ void _cca_counters_refresh(cca_allocator_t *a)
 void _cca_counters_reset_accumulated(cca_allocator_t *a)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
-        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             a->inc_base[k][p] += f[p].allocated;
             a->freed_base[k][p] += f[p].freed;
@@ -73,6 +78,32 @@ void _cca_counters_reset_accumulated(cca_allocator_t *a)
 #define RESET_CNT_(name, doc) a->stats.name = 0;
     CCA_COUNTER_FIELDS(RESET_CNT_)
 #undef RESET_CNT_
+    for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].allocated = a->oversize_pools[p].freed = 0;
+    a->oversize_segments.allocated = a->oversize_segments.freed = 0;
+}
+
+void _cca_counters_reset_peaks(cca_allocator_t *a)
+{
+#define RESET_PEAK_(name, doc) \
+    for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].peak = a->stats.name[p].current;
+    CCA_STAT_FIELDS(RESET_PEAK_)
+#undef RESET_PEAK_
+    for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].peak = a->oversize_pools[p].current;
+    a->oversize_segments.peak = a->oversize_segments.current;
+    a->counters_moved = true;                  /* the leases must shrink to the new peaks */
+}
+
+/* The public view (all locked): the figures kept by pool, and the ones
+ * derived or kept elsewhere. */
+void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
+{
+    *out = a->stats;
+    out->oversize_allocations = a->oversize_pools[CCA_POOL_ALL];
+    out->oversize_segments = a->oversize_segments;
+    out->max_split_size = a->cfg.max_split_size == SIZE_MAX ? -1 : (int64_t)a->cfg.max_split_size;
+    int64_t host = a->host_bytes;
+    for (const cca_stream_t *st = a->streams; st; st = st->next) host += _cca_stream_host_bytes(st);
+    out->host_bytes = host;
 }
 
 static inline int64_t demand_of(const cca_ctr_t *c, int p)
@@ -91,7 +122,7 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
     if (!a->counters_moved) return;        /* leases still add up to at most the peaks */
     a->counters_moved = false;
     for (int k = 0; k < CCA_NSHARD; k++) {
-        const cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        const cca_stat_t *f = _cca_shard_stat(a, k);
         int64_t total[CCA_POOL_COUNT] = { 0 };
         for (cca_stream_t *st = a->streams; st; st = st->next) {
             cca_ctr_t *c = &st->ctr[k];
@@ -168,7 +199,7 @@ static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const in
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
         if (d[k] <= 0) continue;
-        cca_stat_t *f = _cca_shard_stat(&a->stats, k);
+        cca_stat_t *f = _cca_shard_stat(a, k);
         const int ps[2] = { CCA_POOL_ALL, 1 + pool };
         for (int i = 0; i < 2; i++) {
             int p = ps[i];

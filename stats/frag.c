@@ -54,7 +54,7 @@ size_t _cca_largest_free_locked(const cca_allocator_t *a)
     size_t largest = 0;
     for (const cca_stream_t *st = a->streams; st; st = st->next)
         for (int p = 0; p < 2; p++) {
-            const cca_block_t *b = _cca_bins_largest(&st->free[p]);
+            const cca_block_t *b = _cca_bins_largest(st->free[p]);
             if (b && b->size > largest) largest = b->size;
         }
     return largest;

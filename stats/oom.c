@@ -55,7 +55,7 @@ static size_t cached_fit(cca_allocator_t *a, cudaStream_t stream)
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         if (st->key != key) continue;
-        cca_block_t *s = _cca_bins_largest(&st->free[CCA_PSMALL]), *l = _cca_bins_largest(&st->free[CCA_PLARGE]);
+        cca_block_t *s = _cca_bins_largest(st->free[CCA_PSMALL]), *l = _cca_bins_largest(st->free[CCA_PLARGE]);
         size_t fit = s ? (s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE) : 0;
         return l && l->size > fit ? l->size : fit;
     }

@@ -456,8 +456,13 @@ Test(core, per_thread_stream_is_a_different_stream_in_each_thread)
         cr_assert_null(ret);
     }
     cr_assert_null(per_thread_alloc(a));
+    /* each exited thread's stream was retired on the next all-locked call:
+     * one device-wide wait, its cached segment back to the device */
     cca_stats_t s = stats_of(a);
-    ASSERT_STAT(s, segment, CCA_POOL_SMALL, 3);
+    ASSERT_STAT(s, segment, CCA_POOL_SMALL, 1);
+    cr_assert_eq(s.num_device_alloc, 3);
+    cr_assert_eq(s.num_device_free, 2);
+    cr_assert_eq(s.num_sync_all_streams, 2);
     unsigned long ids = cca_sim_calls(CCA_SIM_STREAM_GET_ID);
     cr_assert_null(per_thread_alloc(a));
     cr_assert_eq(cca_sim_calls(CCA_SIM_STREAM_GET_ID), ids, "the per-thread id is cached");
