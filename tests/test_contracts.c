@@ -1,0 +1,420 @@
+/* test_contracts.c - the core's contracts with callers on other threads
+ * and with bindings: pointers found from any thread through the address
+ * map, per-thread streams retired when their thread exits, explicit
+ * retirement, oversize figures, the cap changed at run time. Reads a few
+ * internal counters (what a call visited and locked) through internal.h. */
+#include <malloc.h>
+#include <pthread.h>
+#include "common.h"
+#include "internal.h"
+
+static void setup(void) { cca_sim_reset(); }
+TestSuite(contracts, .init = setup, .timeout = 120);
+
+/* ---- pointer -> block from any thread ----------------------------------- */
+
+static void *alloc_free_per_thread(void *arg)
+{
+    cca_allocator_t *a = arg;
+    void *p = NULL;
+    if (cca_malloc(a, &p, 512, cudaStreamPerThread) != CCA_OK) return (void *)1;
+    return cca_free(a, p) == CCA_OK ? NULL : (void *)1;
+}
+
+static void run_threads(cca_allocator_t *a, int n, void *(*fn)(void *))
+{
+    for (int i = 0; i < n; i++) {
+        pthread_t t;
+        void *ret = (void *)1;
+        cr_assert_eq(pthread_create(&t, NULL, fn, a), 0);
+        pthread_join(t, &ret);
+        cr_assert_null(ret, "thread %d failed: %s", i, cca_last_error_string());
+    }
+}
+
+typedef struct cross { cca_allocator_t *a; void *p; cca_status_t s; } cross_t;
+
+static void *free_elsewhere(void *arg)
+{
+    cross_t *c = arg;
+    c->s = cca_free(c->a, c->p);
+    return NULL;
+}
+
+static uint64_t lookups_total(cca_allocator_t *a)
+{
+    uint64_t n = 0;
+    for (cca_stream_t *st = a->streams; st; st = st->next) n += st->lookups;
+    return n;
+}
+
+/* The block's own stream record, found through the map. */
+static cca_stream_t *owner_of(cca_allocator_t *a, void *p)
+{
+    cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)p);
+    cr_assert_not_null(seg);
+    return seg->stream;
+}
+
+Test(contracts, cross_thread_free_after_1000_exited_threads_visits_one_record_and_locks_one)
+{
+    cca_allocator_t *a = make_alloc("");
+    run_threads(a, 1000, alloc_free_per_thread);
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    void *p = alloc_ok(a, 4096, s);
+    cca_stream_t *own = owner_of(a, p);
+    uint64_t locks = a->lock_all_count, total = lookups_total(a), mine = own->lookups;
+    cross_t c = { a, p, CCA_ERROR_CUDA };
+    pthread_t t;
+    pthread_create(&t, NULL, free_elsewhere, &c);
+    pthread_join(t, NULL);
+    cr_assert_eq(c.s, CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(a->lock_all_count, locks, "the free took the all-locked path");
+    cr_assert_eq(own->lookups, mine + 1, "the owner's record was not the one visited");
+    cr_assert_eq(lookups_total(a), total + 1, "another record was visited");
+    /* the same from the allocating thread, and record_stream from another */
+    void *q = alloc_ok(a, 4096, s);
+    locks = a->lock_all_count;
+    free_ok(a, q);
+    cr_assert_eq(a->lock_all_count, locks);
+    cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+    finish(a);
+}
+
+typedef struct rec { cca_allocator_t *a; void *p; cudaStream_t s; cca_status_t st; } rec_t;
+
+static void *record_elsewhere(void *arg)
+{
+    rec_t *r = arg;
+    r->st = cca_record_stream(r->a, r->p, r->s);
+    return NULL;
+}
+
+Test(contracts, record_stream_from_another_thread_finds_the_owner_without_the_all_locked_path)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s1, s2;
+    cudaStreamCreate(&s1);
+    cudaStreamCreate(&s2);
+    void *p = alloc_ok(a, 1 * MiB + 512, s1);
+    uint64_t locks = a->lock_all_count;
+    rec_t r = { a, p, s2, CCA_ERROR_CUDA };
+    pthread_t t;
+    pthread_create(&t, NULL, record_elsewhere, &r);
+    pthread_join(t, NULL);
+    cr_assert_eq(r.st, CCA_OK);
+    cr_assert_eq(a->lock_all_count, locks);
+    cca_sim_stream_hold(s2);
+    free_ok(a, p);                                   /* an event on s2 holds the block */
+    cca_stats_t st = stats_of(a);
+    ASSERT_STAT(st, active, CCA_POOL_LARGE, 1);
+    cca_sim_stream_release(s2);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    finish(a);
+}
+
+Test(contracts, bad_pointers_are_refused_on_every_path)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 4096, 0);
+    char *in = (char *)p + 512;
+    cr_assert_eq(cca_free(a, in), CCA_ERROR_INVALID_POINTER, "interior pointer");
+    cr_assert_eq(cca_record_stream(a, in, 0), CCA_ERROR_INVALID_POINTER);
+    int host;
+    cr_assert_eq(cca_free(a, &host), CCA_ERROR_INVALID_POINTER, "foreign pointer");
+    cr_assert_eq(cca_free(a, (void *)UINTPTR_MAX), CCA_ERROR_INVALID_POINTER, "top of the address space");
+    free_ok(a, p);
+    cr_assert_eq(cca_free(a, p), CCA_ERROR_INVALID_POINTER, "double free");
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    cr_assert_eq(cca_free(a, p), CCA_ERROR_INVALID_POINTER, "pointer into a released segment");
+    cr_assert_eq(cca_record_stream(a, p, 0), CCA_ERROR_INVALID_POINTER);
+    finish(a);
+}
+
+/* Segments at addresses that share a 2 MiB chunk (the simulator carves at
+ * 512 B alignment): each pointer still finds its own segment. */
+Test(contracts, segments_sharing_a_chunk_are_told_apart)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *gap = NULL;
+    cr_assert_eq(cudaMalloc(&gap, 1 * MiB), cudaSuccess);   /* shifts the next segments off 2 MiB boundaries */
+    void *p[12];
+    for (int i = 0; i < 12; i++) p[i] = alloc_ok(a, 1 * MiB, 0);   /* two per 2 MiB segment */
+    int unaligned = 0;
+    for (int i = 0; i < 12; i++) {
+        cca_segment_t *s = _cca_segmap_find(a, (uintptr_t)p[i]);
+        cr_assert(s && s->addr <= (uintptr_t)p[i] && (uintptr_t)p[i] < s->addr + s->size, "pointer %d", i);
+        cr_assert_eq(_cca_segmap_find(a, s->addr + s->size - 1), s);
+        cr_assert_eq(owner_of(a, p[i]), s->stream);
+        unaligned += (s->addr & (2 * MiB - 1)) != 0;
+    }
+    cr_assert_gt(unaligned, 0, "no segment straddles a chunk boundary: the test shows nothing");
+    for (int i = 0; i < 12; i++) free_ok(a, p[i]);
+    cr_assert_eq(cudaFree(gap), cudaSuccess);
+    finish(a);
+}
+
+/* ---- retiring per-thread streams ---------------------------------------- */
+
+static size_t heap_in_use(void) { return mallinfo2().uordblks; }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_MEASURED 0                               /* ASan's allocator does not answer mallinfo2 */
+#else
+#define HEAP_MEASURED 1
+#endif
+
+Test(contracts, ten_thousand_short_lived_threads_leave_no_stream_records_behind, .timeout = 300)
+{
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 512, 0));                 /* the main thread's stream exists */
+    run_threads(a, 10, alloc_free_per_thread);        /* warm: thread stacks, key tables */
+    free_ok(a, alloc_ok(a, 512, 0));
+    size_t heap0 = heap_in_use();
+    int64_t host0 = stats_of(a).host_bytes;
+    run_threads(a, 10000, alloc_free_per_thread);
+    free_ok(a, alloc_ok(a, 512, cudaStreamPerThread));   /* one more all-locked call on the main thread */
+    cr_assert_leq(a->n_streams, 8, "%zu stream records", a->n_streams);
+    cca_stats_t s = stats_of(a);
+    cr_assert_leq(s.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(16 * MiB), "%lld bytes reserved",
+                  (long long)s.reserved_bytes[CCA_POOL_ALL].current);
+    cr_assert_geq(s.num_sync_all_streams, 10000, "one device-wide wait per retirement");
+    cr_assert_leq(s.host_bytes, host0 + (int64_t)(64 * KiB), "host_bytes %lld, was %lld",
+                  (long long)s.host_bytes, (long long)host0);
+    if (HEAP_MEASURED) {
+        size_t heap1 = heap_in_use();
+        cr_assert_leq(heap1, heap0 + 1 * MiB, "heap in use went from %zu to %zu bytes", heap0, heap1);
+    }
+    finish(a);
+}
+
+typedef struct keep { cca_allocator_t *a; void *p; } keep_t;
+
+static void *alloc_keep_per_thread(void *arg)
+{
+    keep_t *k = arg;
+    void *tmp = NULL;
+    if (cca_malloc(k->a, &k->p, 4096, cudaStreamPerThread) != CCA_OK) return (void *)1;
+    if (cca_malloc(k->a, &tmp, 4 * MiB, cudaStreamPerThread) != CCA_OK) return (void *)1;   /* a large segment */
+    return cca_free(k->a, tmp) == CCA_OK ? NULL : (void *)1;
+}
+
+Test(contracts, a_dead_threads_live_block_is_freed_later_and_its_record_goes_then)
+{
+    cca_allocator_t *a = make_alloc("");
+    keep_t k = { a, NULL };
+    pthread_t t;
+    void *ret = (void *)1;
+    pthread_create(&t, NULL, alloc_keep_per_thread, &k);
+    pthread_join(t, &ret);
+    cr_assert_null(ret);
+    cca_stats_t s = stats_of(a);                      /* all locked: the thread's stream is retired */
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 1);         /* its fully free large segment went back */
+    ASSERT_STAT(s, segment, CCA_POOL_SMALL, 1);       /* the live block keeps its small one */
+    cr_assert_eq(s.num_device_free, 1);
+    cr_assert_eq(s.num_sync_all_streams, 1);
+    cr_assert_eq(a->n_streams, 1, "the dead record stays while it holds a segment");
+    check_ok(a);
+    free_ok(a, k.p);                                  /* from the main thread */
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 0);
+    cr_assert_eq(s.num_device_free, 2);
+    cr_assert_eq(s.num_sync_all_streams, 1, "no second wait: the stream's work was waited for");
+    cr_assert_eq(a->n_streams, 0);
+    ASSERT_STAT(s, allocation, CCA_POOL_ALL, 0);
+    cr_assert_eq(s.allocation[CCA_POOL_ALL].allocated, 2, "a retired stream's totals stay counted");
+    cr_assert_eq(s.allocation[CCA_POOL_ALL].freed, 2);
+    finish(a);
+}
+
+Test(contracts, retire_returns_cached_segments_and_a_reused_handle_is_a_new_stream)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    void *live = alloc_ok(a, 1 * KiB, s);
+    free_ok(a, alloc_ok(a, 4 * MiB, s));             /* a fully free 20 MiB segment */
+    cca_stats_t st = stats_of(a);
+    ASSERT_STAT(st, segment, CCA_POOL_ALL, 2);
+    cr_assert_eq(cca_stream_retire(a, s), CCA_OK);
+    st = stats_of(a);
+    ASSERT_STAT(st, segment, CCA_POOL_ALL, 1);
+    cr_assert_eq(st.num_device_free, 1);
+    cr_assert_eq(st.num_sync_all_streams, 1);
+    cr_assert_eq(cudaStreamDestroy(s), cudaSuccess);
+    cudaStream_t s2;
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    cr_assert_eq(s2, s, "the simulator reuses the handle");
+    void *q = alloc_ok(a, 1 * KiB, s2);
+    cr_assert_neq(owner_of(a, q), owner_of(a, live), "the reused handle got the old stream's record");
+    st = stats_of(a);
+    ASSERT_STAT(st, segment, CCA_POOL_SMALL, 2);      /* not carved from the retired stream's segment */
+    free_ok(a, live);
+    st = stats_of(a);
+    ASSERT_STAT(st, segment, CCA_POOL_SMALL, 1);
+    cr_assert_eq(a->n_streams, 1);
+    free_ok(a, q);
+    cr_assert_eq(cca_stream_retire(a, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_stream_retire(a, (cudaStream_t)0x12345600), CCA_OK, "a stream cca never saw");
+    cr_assert_eq(cca_stream_retire(NULL, s2), CCA_ERROR_INVALID_ARGUMENT);
+    cudaStreamDestroy(s2);
+    finish(a);
+}
+
+/* The thread cache of another thread still names the retired record:
+ * its next allocation on the handle must not use it. */
+typedef struct twice { cca_allocator_t *a; cudaStream_t s; void *p[2]; pthread_barrier_t *b; } twice_t;
+
+static void *alloc_twice(void *arg)
+{
+    twice_t *w = arg;
+    if (cca_malloc(w->a, &w->p[0], 512, w->s) != CCA_OK) return (void *)1;
+    pthread_barrier_wait(w->b);                      /* main retires the stream */
+    pthread_barrier_wait(w->b);
+    return cca_malloc(w->a, &w->p[1], 512, w->s) == CCA_OK ? NULL : (void *)1;
+}
+
+Test(contracts, a_retired_record_in_another_threads_cache_is_not_used)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, 2);
+    twice_t w = { a, s, { NULL, NULL }, &b };
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_twice, &w);
+    pthread_barrier_wait(&b);
+    cca_stream_t *old = owner_of(a, w.p[0]);
+    cr_assert_eq(cca_stream_retire(a, s), CCA_OK);
+    pthread_barrier_wait(&b);
+    void *ret = (void *)1;
+    pthread_join(t, &ret);
+    cr_assert_null(ret);
+    cr_assert_neq(owner_of(a, w.p[1]), old);
+    cr_assert_eq(owner_of(a, w.p[1])->key, (uint64_t)(uintptr_t)s);
+    free_ok(a, w.p[0]);
+    free_ok(a, w.p[1]);
+    pthread_barrier_destroy(&b);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* ---- oversize figures and max_split_size -------------------------------- */
+
+Test(contracts, oversize_allocations_and_segments_as_pytorch_counts_them)
+{
+    cca_allocator_t *a = make_alloc("max_split_size_mb:64");
+    void *big = alloc_ok(a, 100 * MiB, 0);           /* oversize block, oversize segment */
+    void *mid = alloc_ok(a, 30 * MiB, 0);            /* neither */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.max_split_size, (int64_t)(64 * MiB));
+    cr_assert_eq(s.oversize_allocations.current, 1);
+    cr_assert_eq(s.oversize_segments.current, 1);
+    free_ok(a, big);
+    s = stats_of(a);
+    cr_assert_eq(s.oversize_allocations.current, 0);
+    cr_assert_eq(s.oversize_allocations.peak, 1);
+    cr_assert_eq(s.oversize_allocations.allocated, 1);
+    cr_assert_eq(s.oversize_allocations.freed, 1);
+    cr_assert_eq(s.oversize_segments.current, 1, "the cached segment is still oversize");
+    void *again = alloc_ok(a, 100 * MiB, 0);          /* the cached oversize block, no new segment */
+    cr_assert_eq(again, big);
+    s = stats_of(a);
+    cr_assert_eq(s.oversize_allocations.allocated, 2);
+    cr_assert_eq(s.oversize_segments.allocated, 1);
+    free_ok(a, again);
+    free_ok(a, mid);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    s = stats_of(a);
+    cr_assert_eq(s.oversize_segments.current, 0);
+    cr_assert_eq(s.oversize_segments.freed, 1);
+    cr_assert_eq(cca_reset_peak_stats(a), CCA_OK);
+    s = stats_of(a);
+    cr_assert_eq(s.oversize_allocations.peak, 0);
+    cr_assert_eq(cca_reset_accumulated_stats(a), CCA_OK);
+    s = stats_of(a);
+    cr_assert_eq(s.oversize_allocations.allocated, 0);
+    cr_assert_eq(s.oversize_segments.freed, 0);
+    finish(a);
+}
+
+Test(contracts, no_split_limit_reports_minus_one_and_no_oversize)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 300 * MiB, 0);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.max_split_size, -1);
+    cr_assert_eq(s.oversize_allocations.current, 0);
+    cr_assert_eq(s.oversize_segments.current, 0);
+    cr_assert_gt(s.host_bytes, 0);
+    free_ok(a, p);
+    finish(a);
+}
+
+/* ---- the cap at run time ------------------------------------------------ */
+
+Test(contracts, cap_set_at_run_time_applies_to_the_next_growth)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    size_t cap = 1, limit = 1;
+    double frac = 1;
+    cr_assert_eq(cca_get_memory_cap(a, &cap, &frac, &limit), CCA_OK);
+    cr_assert_eq(cap, 0);
+    cr_assert_eq(frac, 0.0);
+    cr_assert_eq(limit, 0);
+    void *p = alloc_ok(a, 40 * MiB, 0);
+    cr_assert_eq(cca_set_memory_fraction(a, 0.5), CCA_OK);
+    cr_assert_eq(cca_get_memory_cap(a, &cap, &frac, NULL), CCA_OK);
+    cr_assert_eq(cap, 32 * MiB);
+    cr_assert_eq(frac, 0.5);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 40 * MiB);   /* stays above the new cap */
+    void *q = NULL;
+    cr_assert_eq(cca_malloc(a, &q, 1 * MiB, 0), CCA_ERROR_OUT_OF_MEMORY, "the cap refuses the next segment");
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.cap, 32 * MiB);
+    cr_assert(r.cap_refused);
+    free_ok(a, p);
+    q = alloc_ok(a, 1 * MiB, 0);                     /* release-and-retry made room */
+    s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 2 * MiB);
+    cr_assert_eq(cca_set_memory_limit(a, 8 * MiB), CCA_OK);   /* smaller than the fraction's: it wins */
+    cr_assert_eq(cca_get_memory_cap(a, &cap, NULL, &limit), CCA_OK);
+    cr_assert_eq(cap, 8 * MiB);
+    cr_assert_eq(limit, 8 * MiB);
+    cr_assert_eq(cca_set_memory_limit(a, 0), CCA_OK);
+    cr_assert_eq(cca_set_memory_fraction(a, 0.0), CCA_OK);
+    cr_assert_eq(cca_get_memory_cap(a, &cap, NULL, NULL), CCA_OK);
+    cr_assert_eq(cap, 0, "both removed: no cap");
+    free_ok(a, q);
+    finish(a);
+}
+
+Test(contracts, bad_run_time_caps_are_refused_and_change_nothing)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("memory_limit_mb:32");
+    const double fr[] = { -0.1, 1.5, __builtin_nan(""), __builtin_inf(), 1e-300, 0.01 };   /* 0.01 of 64 MiB < 2 MiB */
+    for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) {
+        cr_assert_eq(cca_set_memory_fraction(a, fr[i]), CCA_ERROR_INVALID_ARGUMENT, "fraction %g", fr[i]);
+        cr_assert_neq(cca_last_error_string()[0], 0);
+    }
+    cr_assert_eq(cca_set_memory_limit(a, 2 * MiB - 1), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_set_memory_limit(a, 1), CCA_ERROR_INVALID_ARGUMENT);
+    size_t cap = 0, limit = 0;
+    double frac = 1;
+    cr_assert_eq(cca_get_memory_cap(a, &cap, &frac, &limit), CCA_OK);
+    cr_assert_eq(cap, 32 * MiB);
+    cr_assert_eq(limit, 32 * MiB);
+    cr_assert_eq(frac, 0.0);
+    cr_assert_eq(cca_set_memory_limit(a, 2 * MiB), CCA_OK, "one small segment is enough");
+    cr_assert_eq(cca_set_memory_fraction(NULL, 0.5), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_set_memory_limit(NULL, 0), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_get_memory_cap(NULL, &cap, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    finish(a);
+}
