@@ -329,14 +329,20 @@ cca_status_t cca_empty_cache(cca_allocator_t *a)
     return CCA_OK;
 }
 
-cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out)
+cca_status_t cca_get_stats_sized(cca_allocator_t *a, cca_stats_t *out, size_t out_size)
 {
     if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %s is NULL", a ? "out" : "allocator");
+    if (out_size < CCA_V1_STATS)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %zu bytes is no cca_stats_t", out_size);
+    cca_stats_t s;
     _cca_lock_all(a);
-    _cca_counters_view(a, out);
+    _cca_counters_view(a, &s);
     _cca_unlock_all(a, NULL);
+    _cca_copy_out(out, out_size, &s, sizeof s);
     return CCA_OK;
 }
+
+cca_status_t (cca_get_stats)(cca_allocator_t *a, cca_stats_t *out) { return cca_get_stats_sized(a, out, CCA_V1_STATS); }
 
 cca_status_t cca_reset_peak_stats(cca_allocator_t *a)
 {

@@ -14,12 +14,21 @@
                  "garbage_collection_threshold, memory_fraction, memory_limit_mb, " \
                  "release_before_grow, segment_growth_percent, preset"
 
-void cca_config_init(cca_config_t *cfg)
+static void defaults(cca_config_t *cfg)
 {
-    if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
     cfg->max_split_size = SIZE_MAX;
 }
+
+void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
+{
+    if (!cfg || cfg_size < CCA_V1_CONFIG) return;
+    cca_config_t c;
+    defaults(&c);
+    _cca_copy_out(cfg, cfg_size, &c, sizeof c);
+}
+
+void (cca_config_init)(cca_config_t *cfg) { cca_config_init_sized(cfg, CCA_V1_CONFIG); }
 
 typedef struct parser {
     const char *p;                  /* cursor */
@@ -152,7 +161,7 @@ static cca_status_t parse_value(parser_t *ps, const char *key, cca_config_t *c)
     } else if (strcmp(key, "preset") == 0) {
         if (strcmp(v, "pytorch") == 0) {
             int device = c->device;
-            cca_config_init(c);
+            defaults(c);
             c->device = device;
         } else if (strcmp(v, "lean") == 0) {
             c->release_before_grow = 1;
@@ -174,10 +183,29 @@ static cca_status_t parse_value(parser_t *ps, const char *key, cca_config_t *c)
     return CCA_OK;
 }
 
-cca_status_t cca_config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
+cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
+{
+    return cca_config_parse_sized(cfg, CCA_V1_CONFIG, conf, err, err_len);
+}
+
+static cca_status_t parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
+
+cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err, size_t err_len)
 {
     if (err && err_len) err[0] = 0;
     if (!cfg) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: cfg is NULL");
+    if (cfg_size < CCA_V1_CONFIG)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: a config of %zu bytes is no cca_config_t", cfg_size);
+    cca_config_t c;
+    defaults(&c);
+    memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);
+    cca_status_t s = parse(&c, conf, err, err_len);
+    if (s == CCA_OK) memcpy(cfg, &c, cfg_size < sizeof c ? cfg_size : sizeof c);   /* the caller's unknown tail stays */
+    return s;
+}
+
+static cca_status_t parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
+{
     if (!conf) return CCA_OK;
     cca_config_t c = *cfg;
     parser_t ps = { conf, err, err_len };

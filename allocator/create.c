@@ -56,13 +56,20 @@ static cca_status_t device_total(cca_allocator_t *a, size_t *total)
     return CCA_OK;
 }
 
-cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out)
+cca_status_t (cca_create)(const cca_config_t *cfg, cca_allocator_t **out)
+{
+    return cca_create_sized(cfg, CCA_V1_CONFIG, out);
+}
+
+cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out)
 {
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");
     *out = NULL;
+    if (cfg && cfg_size < CCA_V1_CONFIG)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: a config of %zu bytes is no cca_config_t", cfg_size);
     cca_config_t c;
-    if (cfg) c = *cfg;
-    else cca_config_init(&c);
+    cca_config_init(&c);
+    if (cfg) memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);   /* fields it lacks keep their defaults */
     cca_status_t s = check_config(&c);
     if (s != CCA_OK) return s;
     cca_allocator_t *a = calloc(1, sizeof *a);

@@ -13,7 +13,9 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "cca.h"
 #include "lock.h"
 
@@ -213,6 +215,7 @@ struct cca_allocator {
     struct cca_oom_report *last_oom;                  /* stats/ last OOM report (NULL when none) */
     void (*oom_cb)(const struct cca_oom_report *, void *);
     void *oom_cb_arg;
+    size_t oom_cb_size;                               /* the callback's sizeof(cca_oom_report_t) */
 };
 
 /* tree.c: free blocks ordered by (size, addr) - a treap. */
@@ -285,6 +288,25 @@ static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
     return NULL;
+}
+
+/* ---- sized structs (see cca.h) ----
+ * The size of each struct in the first cca.h that had it: a caller's size
+ * below it cannot be one of ours. */
+#define CCA_V1_STATS  offsetof(cca_stats_t, oversize_allocations)
+#define CCA_V1_CONFIG sizeof(cca_config_t)
+#define CCA_V1_FRAG   sizeof(cca_frag_t)
+#define CCA_V1_SEG    sizeof(cca_segment_info_t)
+#define CCA_V1_BLOCK  sizeof(cca_block_info_t)
+#define CCA_V1_OOM    sizeof(cca_oom_report_t)
+#define CCA_V1_SCOPE  sizeof(cca_scope_result_t)
+
+/* Copies the library's struct (n bytes) out to the caller's of `size`
+ * bytes: the fields that fit, in order, and zeros past what we know. */
+static inline void _cca_copy_out(void *dst, size_t size, const void *src, size_t n)
+{
+    memcpy(dst, src, size < n ? size : n);
+    if (size > n) memset((char *)dst + n, 0, size - n);
 }
 
 /* errors.c */

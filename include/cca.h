@@ -29,24 +29,40 @@ typedef enum cca_status {
 
 typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
 
+/* Structs that cross the library's boundary are declared from field lists,
+ * X(type, name, dims, meaning) with dims an array suffix or empty, so that
+ * the struct, its exported layout (cca_struct_layout) and the sized copies
+ * cannot drift apart. Fields are only ever appended. Every call that fills
+ * or reads such a struct has a _sized form taking the caller's sizeof; the
+ * plain names are macros that pass it, so a program built against an older
+ * cca.h is never written past its struct (a newer library fills what fits,
+ * in field order; an older one zeroes what it does not know). */
+#define CCA_MEMBER_(type, name, dims, doc) type name dims;
+
 /* Size intervals of roundup_power2_divisions: [0,2 MiB), [2,4), [4,8) MiB ...
  * up to the last, which covers everything from 32 GiB on (as PyTorch). */
 #define CCA_ROUNDUP_INTERVALS 16
 
-typedef struct cca_config {
-    int device;                          /* CUDA device this allocator serves */
-    size_t max_split_size;               /* blocks this large are never split; SIZE_MAX: no limit */
-    unsigned roundup_power2_divisions[CCA_ROUNDUP_INTERVALS]; /* per interval; 0 or 1: round to 512 B */
-    double garbage_collection_threshold; /* 0: off; in (0,1): fraction of the cap (needs a cap) */
-    double memory_fraction;              /* 0: no cap; in (0,1]: cap = fraction of device total */
-    size_t memory_limit;                 /* 0: no cap; else cap in bytes (the smaller cap wins) */
-    /* Policies beyond PyTorch's rules (off by default; see README "Policies"): */
-    int release_before_grow;             /* return unused cached segments before a new one would raise the reserved peak */
-    size_t segment_growth_percent;       /* 0: off; else new large segments are at least this % of reserved large bytes */
-} cca_config_t;
+#define CCA_CONFIG_FIELDS(X) \
+    X(int,      device, , "CUDA device this allocator serves") \
+    X(size_t,   max_split_size, , "blocks this large are never split; SIZE_MAX: no limit") \
+    X(unsigned, roundup_power2_divisions, [CCA_ROUNDUP_INTERVALS], "per interval; 0 or 1: round to 512 B") \
+    X(double,   garbage_collection_threshold, , "0: off; in (0,1): fraction of the cap (needs a cap)") \
+    X(double,   memory_fraction, , "0: no cap; in (0,1]: cap = fraction of device total") \
+    X(size_t,   memory_limit, , "0: no cap; else cap in bytes (the smaller cap wins)") \
+    /* Policies beyond PyTorch's rules (off by default; see docs/design.md "Policies"): */ \
+    X(int,      release_before_grow, , "return unused cached segments before a new one would raise the reserved peak") \
+    X(size_t,   segment_growth_percent, , "0: off; else new large segments are at least this % of reserved large bytes")
+
+typedef struct cca_config { CCA_CONFIG_FIELDS(CCA_MEMBER_) } cca_config_t;
 
 /* Statistics, named like torch.cuda.memory_stats(). */
-typedef struct cca_stat { int64_t current, peak, allocated, freed; } cca_stat_t;
+#define CCA_STAT_PARTS(X) \
+    X(int64_t, current, , "the figure now") \
+    X(int64_t, peak, , "its highest value since the last peak reset") \
+    X(int64_t, allocated, , "total increases since the last accumulated reset") \
+    X(int64_t, freed, , "total decreases since then")
+typedef struct cca_stat { CCA_STAT_PARTS(CCA_MEMBER_) } cca_stat_t;
 enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
 
 /* The stat fields, declared once: X(name, meaning). */
@@ -87,7 +103,9 @@ typedef struct cca_stats {
 
 /* Fills cfg with the defaults (PyTorch's rules: no split limit, 512 B
  * rounding, no cap, no garbage collection, device 0). */
-CCA_API void cca_config_init(cca_config_t *cfg);
+CCA_API void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size);
+CCA_API void (cca_config_init)(cca_config_t *cfg);
+#define cca_config_init(cfg) cca_config_init_sized((cfg), sizeof(cca_config_t))
 
 /* Applies a "key:value,key:value" string (PyTorch's syntax) on top of cfg.
  * Keys: max_split_size_mb, roundup_power2_divisions (N or [MB:N,...,>:N]),
@@ -98,12 +116,18 @@ CCA_API void cca_config_init(cca_config_t *cfg);
  * CCA_ERROR_INVALID_CONFIG with the reason in err (and in
  * cca_last_error_string()) on an unknown key or bad value; cfg is then
  * unchanged. NULL or "" changes nothing. */
-CCA_API cca_status_t cca_config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
+CCA_API cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err,
+                                            size_t err_len);
+CCA_API cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
+#define cca_config_parse(cfg, conf, err, err_len) \
+    cca_config_parse_sized((cfg), sizeof(cca_config_t), (conf), (err), (err_len))
 
 /* Creates an allocator for cfg->device (NULL cfg: defaults).
  * CCA_ERROR_INVALID_ARGUMENT for a NULL out or a bad config,
  * CCA_ERROR_CUDA when the device cannot be used. */
-CCA_API cca_status_t cca_create(const cca_config_t *cfg, cca_allocator_t **out);
+CCA_API cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out);
+CCA_API cca_status_t (cca_create)(const cca_config_t *cfg, cca_allocator_t **out);
+#define cca_create(cfg, out) cca_create_sized((cfg), sizeof(cca_config_t), (out))
 
 /* Returns every segment to the device, live allocations included, and frees
  * the allocator. NULL is a no-op. */
@@ -151,7 +175,9 @@ CCA_API cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes);
 CCA_API cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fraction, size_t *limit);
 
 /* Copies all statistics out as one consistent snapshot. */
-CCA_API cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out);
+CCA_API cca_status_t cca_get_stats_sized(cca_allocator_t *a, cca_stats_t *out, size_t out_size);
+CCA_API cca_status_t (cca_get_stats)(cca_allocator_t *a, cca_stats_t *out);
+#define cca_get_stats(a, out) cca_get_stats_sized((a), (out), sizeof(cca_stats_t))
 
 /* Sets every peak to its current value. */
 CCA_API cca_status_t cca_reset_peak_stats(cca_allocator_t *a);
@@ -189,31 +215,36 @@ typedef size_t (*cca_write_fn)(const char *data, size_t len, void *arg);
 
 #define CCA_SIZE_CLASSES 64             /* classes[k]: blocks of [2^k, 2^(k+1)) bytes */
 
-typedef struct cca_size_class {
-    size_t free_blocks, free_bytes;           /* inactive (cached) blocks */
-    size_t allocated_blocks, allocated_bytes; /* handed out */
-    size_t pending_blocks, pending_bytes;     /* freed, awaiting stream events */
-} cca_size_class_t;
+#define CCA_SIZE_CLASS_FIELDS(X) \
+    X(size_t, free_blocks, , "inactive (cached) blocks") \
+    X(size_t, free_bytes, , "their bytes") \
+    X(size_t, allocated_blocks, , "handed out") \
+    X(size_t, allocated_bytes, , "their bytes") \
+    X(size_t, pending_blocks, , "freed, awaiting stream events") \
+    X(size_t, pending_bytes, , "their bytes")
+typedef struct cca_size_class { CCA_SIZE_CLASS_FIELDS(CCA_MEMBER_) } cca_size_class_t;
 
-typedef struct cca_frag {
-    size_t reserved;                    /* bytes held from the device */
-    size_t allocated;                   /* rounded bytes handed out */
-    size_t requested;                   /* bytes the callers asked for */
-    size_t active;                      /* allocated + pending free */
-    size_t free_cached;                 /* inactive bytes: reserved - active */
-    size_t largest_free;                /* largest inactive block */
-    size_t free_blocks;                 /* number of inactive blocks */
-    size_t segments;                    /* number of device segments */
-    size_t inactive_split;              /* inactive bytes inside split segments */
-    size_t internal_waste;              /* allocated - requested (rounding) */
-    double external_fragmentation;      /* 1 - largest_free / free_cached; 0 when nothing is free */
-    double utilization;                 /* allocated / reserved; 0 when nothing is reserved */
-    cca_size_class_t classes[CCA_SIZE_CLASSES];
-} cca_frag_t;
+#define CCA_FRAG_FIELDS(X) \
+    X(size_t, reserved, , "bytes held from the device") \
+    X(size_t, allocated, , "rounded bytes handed out") \
+    X(size_t, requested, , "bytes the callers asked for") \
+    X(size_t, active, , "allocated + pending free") \
+    X(size_t, free_cached, , "inactive bytes: reserved - active") \
+    X(size_t, largest_free, , "largest inactive block") \
+    X(size_t, free_blocks, , "number of inactive blocks") \
+    X(size_t, segments, , "number of device segments") \
+    X(size_t, inactive_split, , "inactive bytes inside split segments") \
+    X(size_t, internal_waste, , "allocated - requested (rounding)") \
+    X(double, external_fragmentation, , "1 - largest_free / free_cached; 0 when nothing is free") \
+    X(double, utilization, , "allocated / reserved; 0 when nothing is reserved") \
+    X(cca_size_class_t, classes, [CCA_SIZE_CLASSES], "occupancy per size class")
+typedef struct cca_frag { CCA_FRAG_FIELDS(CCA_MEMBER_) } cca_frag_t;
 
 /* Fills *out from one walk of every segment and block.
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
-CCA_API cca_status_t cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out);
+CCA_API cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size);
+CCA_API cca_status_t (cca_get_fragmentation)(cca_allocator_t *a, cca_frag_t *out);
+#define cca_get_fragmentation(a, out) cca_get_fragmentation_sized((a), (out), sizeof(cca_frag_t))
 
 /* ---- snapshot ---- */
 
@@ -223,27 +254,27 @@ typedef enum cca_snapshot_state {
     CCA_STATE_INACTIVE,                 /* free, cached */
 } cca_snapshot_state_t;
 
-typedef struct cca_segment_info {
-    int device;
-    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
-    uintptr_t address;
-    size_t total_size;
-    size_t allocated_size;              /* sum of active_allocated blocks */
-    size_t active_size;                 /* allocated + pending free blocks */
-    size_t requested_size;              /* sum of the callers' sizes */
-    cudaStream_t stream;                /* the stream whose blocks it holds */
-    size_t n_blocks;
-} cca_segment_info_t;
+#define CCA_SEGMENT_INFO_FIELDS(X) \
+    X(int, device, , "the allocator's device") \
+    X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \
+    X(uintptr_t, address, , "first byte") \
+    X(size_t, total_size, , "bytes") \
+    X(size_t, allocated_size, , "sum of active_allocated blocks") \
+    X(size_t, active_size, , "allocated + pending free blocks") \
+    X(size_t, requested_size, , "sum of the callers' sizes") \
+    X(cudaStream_t, stream, , "the stream whose blocks it holds") \
+    X(size_t, n_blocks, , "blocks in it")
+typedef struct cca_segment_info { CCA_SEGMENT_INFO_FIELDS(CCA_MEMBER_) } cca_segment_info_t;
 
-typedef struct cca_block_info {
-    uintptr_t address;
-    size_t size;
-    size_t requested_size;              /* 0 unless active_allocated */
-    cca_snapshot_state_t state;
-    cudaStream_t stream;
-    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
-    uintptr_t segment_address;
-} cca_block_info_t;
+#define CCA_BLOCK_INFO_FIELDS(X) \
+    X(uintptr_t, address, , "first byte") \
+    X(size_t, size, , "bytes") \
+    X(size_t, requested_size, , "0 unless active_allocated") \
+    X(cca_snapshot_state_t, state, , "active_allocated, active_pending_free or inactive") \
+    X(cudaStream_t, stream, , "its segment's stream") \
+    X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \
+    X(uintptr_t, segment_address, , "its segment's first byte")
+typedef struct cca_block_info { CCA_BLOCK_INFO_FIELDS(CCA_MEMBER_) } cca_block_info_t;
 
 /* Return nonzero to stop the walk. */
 typedef int (*cca_segment_fn)(const cca_segment_info_t *seg, void *arg);
@@ -253,7 +284,11 @@ typedef int (*cca_block_fn)(const cca_block_info_t *block, void *arg);
  * segment (by address) followed by block_cb for each of its blocks (by
  * address), outside the lock; either may be NULL. CCA_ERROR_INVALID_ARGUMENT
  * for a NULL allocator, CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
-CCA_API cca_status_t cca_snapshot_walk(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg);
+CCA_API cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb,
+                                             void *arg, size_t seg_size, size_t block_size);
+CCA_API cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg);
+#define cca_snapshot_walk(a, seg_cb, block_cb, arg) \
+    cca_snapshot_walk_sized((a), (seg_cb), (block_cb), (arg), sizeof(cca_segment_info_t), sizeof(cca_block_info_t))
 
 /* Writes the snapshot as JSON with the keys of torch.cuda.memory_snapshot():
  * {"segments": [{"device", "address", "total_size", "allocated_size",
@@ -276,43 +311,55 @@ typedef enum cca_oom_verdict {
     CCA_OOM_EXTERNAL,                   /* the device is full of memory cca does not hold */
 } cca_oom_verdict_t;
 
-typedef struct cca_oom_report {
-    cca_oom_verdict_t verdict;
-    int device;
-    int pool;                           /* CCA_POOL_SMALL / CCA_POOL_LARGE */
-    cudaStream_t stream;
-    size_t requested, rounded;          /* caller's size, block size */
-    size_t segment_size;                /* the new segment the request needed */
-    size_t device_total, device_free;   /* cudaMemGetInfo, after release-and-retry */
-    size_t cap;                         /* effective cap in bytes; 0: none */
-    size_t reserved, allocated;         /* after release-and-retry */
-    size_t reserved_before, allocated_before;
-    size_t free_cached_before;          /* cached free bytes when the request arrived */
-    size_t largest_free_before;         /* largest cached free block then */
-    size_t free_cached, largest_free;   /* the same after release-and-retry */
-    size_t external;                    /* device bytes in use outside this allocator */
-    size_t shortfall;                   /* bytes missing (see the verdict's advice); 0 if none */
-    size_t largest_fit;                 /* largest request that would succeed now */
-    int cap_refused, device_refused;    /* which limit said no */
-    uint64_t seq;                       /* 1 for the allocator's first OOM, then 2, ... */
-    char advice[320];                   /* one line */
-} cca_oom_report_t;
+#define CCA_OOM_REPORT_FIELDS(X) \
+    X(cca_oom_verdict_t, verdict, , "what would have made the request succeed") \
+    X(int, device, , "the allocator's device") \
+    X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \
+    X(cudaStream_t, stream, , "the request's stream") \
+    X(size_t, requested, , "the caller's size") \
+    X(size_t, rounded, , "the block size") \
+    X(size_t, segment_size, , "the new segment the request needed") \
+    X(size_t, device_total, , "cudaMemGetInfo's total") \
+    X(size_t, device_free, , "cudaMemGetInfo's free, after release-and-retry") \
+    X(size_t, cap, , "effective cap in bytes; 0: none") \
+    X(size_t, reserved, , "after release-and-retry") \
+    X(size_t, allocated, , "after release-and-retry") \
+    X(size_t, reserved_before, , "when the request arrived") \
+    X(size_t, allocated_before, , "when the request arrived") \
+    X(size_t, free_cached_before, , "cached free bytes when the request arrived") \
+    X(size_t, largest_free_before, , "largest cached free block then") \
+    X(size_t, free_cached, , "cached free bytes after release-and-retry") \
+    X(size_t, largest_free, , "largest cached free block after release-and-retry") \
+    X(size_t, external, , "device bytes in use outside this allocator") \
+    X(size_t, shortfall, , "bytes missing (see the verdict's advice); 0 if none") \
+    X(size_t, largest_fit, , "largest request that would succeed now") \
+    X(int, cap_refused, , "the cap said no") \
+    X(int, device_refused, , "cudaMalloc said no") \
+    X(uint64_t, seq, , "1 for the allocator's first OOM, then 2, ...") \
+    X(char, advice, [320], "one line")
+typedef struct cca_oom_report { CCA_OOM_REPORT_FIELDS(CCA_MEMBER_) } cca_oom_report_t;
 
 typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);
 
 /* Calls fn (NULL: none) with the report of each CCA_ERROR_OUT_OF_MEMORY,
  * from the failing thread after the allocator's lock is released, before
  * cca_malloc returns. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator. */
-CCA_API cca_status_t cca_set_oom_callback(cca_allocator_t *a, cca_oom_fn fn, void *arg);
+CCA_API cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size);
+CCA_API cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg);
+#define cca_set_oom_callback(a, fn, arg) cca_set_oom_callback_sized((a), (fn), (arg), sizeof(cca_oom_report_t))
 
 /* Copies the last OOM report; its verdict is CCA_OOM_NONE when there was
  * none. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
-CCA_API cca_status_t cca_last_oom_report(cca_allocator_t *a, cca_oom_report_t *out);
+CCA_API cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out, size_t out_size);
+CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out);
+#define cca_last_oom_report(a, out) cca_last_oom_report_sized((a), (out), sizeof(cca_oom_report_t))
 
 /* Formats r as at most three lines of text (figures in B/KiB/MiB/GiB) into
  * buf, always NUL-terminated when len > 0. Returns the length of the whole
  * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */
-CCA_API size_t cca_oom_report_format(const cca_oom_report_t *r, char *buf, size_t len);
+CCA_API size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len);
+CCA_API size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len);
+#define cca_oom_report_format(r, buf, len) cca_oom_report_format_sized((r), sizeof(cca_oom_report_t), (buf), (len))
 
 /* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
 CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);
@@ -348,11 +395,14 @@ CCA_API cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t wh
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or an unknown id. */
 CCA_API cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id);
 
-typedef struct cca_scope_result {
-    size_t peak_allocated, peak_reserved; /* highest while the scope was open (all threads) */
-    size_t allocated_bytes, freed_bytes;  /* rounded bytes allocated and freed meanwhile */
-    uint64_t allocations, frees;          /* and how many */
-} cca_scope_result_t;
+#define CCA_SCOPE_RESULT_FIELDS(X) \
+    X(size_t, peak_allocated, , "highest allocated bytes while the scope was open (all threads)") \
+    X(size_t, peak_reserved, , "highest reserved bytes then") \
+    X(size_t, allocated_bytes, , "rounded bytes allocated meanwhile") \
+    X(size_t, freed_bytes, , "rounded bytes freed meanwhile") \
+    X(uint64_t, allocations, , "allocations meanwhile") \
+    X(uint64_t, frees, , "frees meanwhile")
+typedef struct cca_scope_result { CCA_SCOPE_RESULT_FIELDS(CCA_MEMBER_) } cca_scope_result_t;
 
 /* Opens a measurement scope; scopes nest and may overlap across threads.
  * CCA_ERROR_INVALID_ARGUMENT for NULL arguments, CCA_ERROR_OUT_OF_MEMORY
@@ -361,7 +411,35 @@ CCA_API cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token);
 
 /* Closes the scope and fills *out (may be NULL). CCA_ERROR_INVALID_ARGUMENT
  * for a NULL allocator or a token that is not open. */
-CCA_API cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out);
+CCA_API cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out, size_t out_size);
+CCA_API cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out);
+#define cca_scope_end(a, token, out) cca_scope_end_sized((a), (token), (out), sizeof(cca_scope_result_t))
+
+/* ==== Layouts, for bindings ====
+ * Every struct above, described from its field list: bindings (the Python
+ * package) build their structures from these instead of restating them. */
+
+typedef struct cca_field_layout {
+    const char *name;                   /* the member's name */
+    const char *type;                   /* its C type as cca.h writes it: "size_t", "cca_stat_t", ... */
+    size_t offset;                      /* bytes from the struct's start */
+    size_t size;                        /* bytes of the whole member (all elements) */
+    size_t count;                       /* elements: 1, or the array's length */
+    const char *doc;                    /* one line */
+} cca_field_layout_t;
+
+typedef struct cca_struct_layout {
+    const char *name;                   /* "cca_stats_t", ... */
+    size_t size;                        /* sizeof in this library */
+    size_t n_fields;
+    const cca_field_layout_t *fields;   /* in declaration order */
+} cca_struct_layout_t;
+
+/* Every public struct's layout; *count (may be NULL) gets how many. */
+CCA_API const cca_struct_layout_t *cca_struct_layouts(size_t *count);
+
+/* One struct's layout by name ("cca_stats_t"), or NULL. */
+CCA_API const cca_struct_layout_t *cca_struct_layout(const char *name);
 
 #ifdef __cplusplus
 }

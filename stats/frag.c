@@ -60,12 +60,21 @@ size_t _cca_largest_free_locked(const cca_allocator_t *a)
     return largest;
 }
 
-cca_status_t cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out)
+cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size)
 {
     if (!a || !out)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %s is NULL", a ? "out" : "allocator");
+    if (out_size < CCA_V1_FRAG)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %zu bytes is no cca_frag_t", out_size);
+    cca_frag_t f;
     _cca_lock_all(a);
-    _cca_frag_locked(a, out);
+    _cca_frag_locked(a, &f);
     _cca_unlock_all(a, NULL);
+    _cca_copy_out(out, out_size, &f, sizeof f);
     return CCA_OK;
+}
+
+cca_status_t (cca_get_fragmentation)(cca_allocator_t *a, cca_frag_t *out)
+{
+    return cca_get_fragmentation_sized(a, out, CCA_V1_FRAG);
 }

@@ -228,8 +228,18 @@ void _cca_oom_deliver(cca_allocator_t *a)
     _cca_lock_all(a);
     cca_oom_fn fn = a->oom_cb;
     void *arg = a->oom_cb_arg;
+    size_t size = a->oom_cb_size;
     _cca_unlock_all(a, NULL);
-    if (fn) fn(&r, arg);
+    if (!fn) return;
+    if (size <= sizeof r) {
+        fn(&r, arg);
+        return;
+    }
+    void *buf = calloc(1, size);                      /* a newer caller's struct: zeros past ours */
+    if (!buf) return;
+    memcpy(buf, &r, sizeof r);
+    fn(buf, arg);
+    free(buf);
 }
 
 void _cca_oom_destroy(cca_allocator_t *a)
@@ -238,24 +248,41 @@ void _cca_oom_destroy(cca_allocator_t *a)
     a->last_oom = NULL;
 }
 
-cca_status_t cca_set_oom_callback(cca_allocator_t *a, cca_oom_fn fn, void *arg)
+cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
+    if (report_size < CCA_V1_OOM)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
     _cca_lock_all(a);
     a->oom_cb = fn;
     a->oom_cb_arg = arg;
+    a->oom_cb_size = report_size;
     _cca_unlock_all(a, NULL);
     return CCA_OK;
 }
 
-cca_status_t cca_last_oom_report(cca_allocator_t *a, cca_oom_report_t *out)
+cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg)
+{
+    return cca_set_oom_callback_sized(a, fn, arg, CCA_V1_OOM);
+}
+
+cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out, size_t out_size)
 {
     if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %s is NULL", a ? "out" : "allocator");
+    if (out_size < CCA_V1_OOM)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
+    cca_oom_report_t r;
     _cca_lock_all(a);
-    if (a->last_oom) *out = *a->last_oom;
-    else *out = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = a->cfg.device };
+    if (a->last_oom) r = *a->last_oom;
+    else r = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = a->cfg.device };
     _cca_unlock_all(a, NULL);
+    _cca_copy_out(out, out_size, &r, sizeof r);
     return CCA_OK;
+}
+
+cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out)
+{
+    return cca_last_oom_report_sized(a, out, CCA_V1_OOM);
 }
 
 const char *cca_oom_verdict_string(cca_oom_verdict_t v)

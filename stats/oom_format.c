@@ -17,12 +17,27 @@ static void add(out_t *o, const char *fmt, ...)
     if (n > 0) o->total += (size_t)n;
 }
 
-size_t cca_oom_report_format(const cca_oom_report_t *r, char *buf, size_t len)
+static size_t format(const cca_oom_report_t *r, char *buf, size_t len);
+
+size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len)
 {
-    if (!r) {
+    if (!r || r_size < CCA_V1_OOM) {
         if (buf && len) buf[0] = '\0';
         return 0;
     }
+    if (r_size >= sizeof *r) return format(r, buf, len);
+    cca_oom_report_t mine = { 0 };                    /* an older caller's struct: what it has */
+    memcpy(&mine, r, r_size);
+    return format(&mine, buf, len);
+}
+
+size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len)
+{
+    return cca_oom_report_format_sized(r, CCA_V1_OOM, buf, len);
+}
+
+static size_t format(const cca_oom_report_t *r, char *buf, size_t len)
+{
     out_t o = { buf, buf ? len : 0, 0 };
     if (o.len) o.buf[0] = '\0';
     char b[8][32];

@@ -104,20 +104,50 @@ void _cca_snap_free(cca_snap_t *s)
     *s = (cca_snap_t){ 0 };
 }
 
-cca_status_t cca_snapshot_walk(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg)
+/* What a callback gets: our struct itself when the caller's is no larger,
+ * else a copy in a zeroed buffer of the caller's size. */
+static const void *as_callers(void *buf, size_t size, const void *ours, size_t n)
+{
+    if (!buf) return ours;
+    memcpy(buf, ours, n);
+    (void)size;
+    return buf;
+}
+
+cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg,
+                                     size_t seg_size, size_t block_size)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: allocator is NULL");
+    if (seg_size < CCA_V1_SEG || block_size < CCA_V1_BLOCK)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: struct sizes %zu and %zu are not cca's",
+                         seg_size, block_size);
+    void *sbuf = seg_size > sizeof(cca_segment_info_t) ? calloc(1, seg_size) : NULL;
+    void *bbuf = block_size > sizeof(cca_block_info_t) ? calloc(1, block_size) : NULL;
+    if ((seg_size > sizeof(cca_segment_info_t) && !sbuf) || (block_size > sizeof(cca_block_info_t) && !bbuf)) {
+        free(sbuf);
+        free(bbuf);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca snapshot: out of host memory");
+    }
     cca_snap_t s;
     cca_status_t st = _cca_snap_take(a, &s);
-    if (st != CCA_OK) return st;
-    const cca_block_info_t *b = s.blocks;
-    int stop = 0;
-    for (size_t i = 0; i < s.n_segs && !stop; b += s.segs[i++].n_blocks) {
-        if (seg_cb) stop = seg_cb(&s.segs[i], arg);
-        for (size_t j = 0; j < s.segs[i].n_blocks && block_cb && !stop; j++) stop = block_cb(&b[j], arg);
+    if (st == CCA_OK) {
+        const cca_block_info_t *b = s.blocks;
+        int stop = 0;
+        for (size_t i = 0; i < s.n_segs && !stop; b += s.segs[i++].n_blocks) {
+            if (seg_cb) stop = seg_cb(as_callers(sbuf, seg_size, &s.segs[i], sizeof s.segs[i]), arg);
+            for (size_t j = 0; j < s.segs[i].n_blocks && block_cb && !stop; j++)
+                stop = block_cb(as_callers(bbuf, block_size, &b[j], sizeof b[j]), arg);
+        }
+        _cca_snap_free(&s);
     }
-    _cca_snap_free(&s);
-    return CCA_OK;
+    free(sbuf);
+    free(bbuf);
+    return st;
+}
+
+cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg)
+{
+    return cca_snapshot_walk_sized(a, seg_cb, block_cb, arg, CCA_V1_SEG, CCA_V1_BLOCK);
 }
 
 const char *cca_snapshot_state_string(cca_snapshot_state_t s)

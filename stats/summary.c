@@ -127,7 +127,7 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_memory_summary: out of host memory");
     }
     _cca_lock_all(a);
-    f->stats = a->stats;
+    _cca_counters_view(a, &f->stats);
     _cca_frag_locked(a, &f->frag);
     f->oom = a->last_oom ? *a->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
     f->cap = a->cap == SIZE_MAX ? 0 : a->cap;

@@ -234,16 +234,23 @@ cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
     return CCA_OK;
 }
 
-cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out)
+cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out)
+{
+    return cca_scope_end_sized(a, token, out, CCA_V1_SCOPE);
+}
+
+cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out, size_t out_size)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
+    if (out && out_size < CCA_V1_SCOPE)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: %zu bytes is no cca_scope_result_t", out_size);
     _cca_lock_all(a);
     struct cca_watch_state *w = a->watch;
     size_t i = 0;
     while (w && i < w->n_sc && w->sc[i].token != token) i++;
     bool found = w && i < w->n_sc;
     if (found) {
-        if (out) *out = w->sc[i].r;
+        if (out) _cca_copy_out(out, out_size, &w->sc[i].r, sizeof w->sc[i].r);
         w->sc[i] = w->sc[--w->n_sc];
     }
     set_flag(a);

@@ -418,3 +418,171 @@ Test(contracts, bad_run_time_caps_are_refused_and_change_nothing)
     cr_assert_eq(cca_get_memory_cap(NULL, &cap, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
     finish(a);
 }
+
+/* ---- structs that can grow ---------------------------------------------- */
+
+#define PAD 0xAB
+
+static bool all_bytes(const void *p, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (((const unsigned char *)p)[i] != v) return false;
+    return true;
+}
+
+Test(contracts, an_older_programs_stats_struct_is_not_written_past)
+{
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 4096, 0));
+    size_t v1 = offsetof(cca_stats_t, oversize_allocations);   /* the struct before this issue */
+    unsigned char buf[sizeof(cca_stats_t) + 64];
+    memset(buf, PAD, sizeof buf);
+    cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, v1), CCA_OK);
+    cr_assert(all_bytes(buf + v1, sizeof buf - v1, PAD), "written past the caller's struct");
+    cca_stats_t full = stats_of(a);
+    cr_assert_eq(memcmp(buf, &full, v1), 0, "the fields that fit are the same figures");
+    memset(buf, PAD, sizeof buf);
+    cr_assert_eq((cca_get_stats)(a, (cca_stats_t *)(void *)buf), CCA_OK, "the plain symbol, as an old binary calls it");
+    cr_assert(all_bytes(buf + v1, sizeof buf - v1, PAD));
+    memset(buf, PAD, sizeof buf);                     /* a newer program: zeros past what we know */
+    cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, sizeof buf), CCA_OK);
+    cr_assert(all_bytes(buf + sizeof(cca_stats_t), 64, 0));
+    cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, v1 - 8), CCA_ERROR_INVALID_ARGUMENT);
+    finish(a);
+}
+
+Test(contracts, sized_reports_fragmentation_scopes_and_configs)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    unsigned char buf[sizeof(cca_frag_t) + sizeof(cca_oom_report_t) + 32];
+    /* fragmentation and the OOM report into a larger (newer) struct */
+    memset(buf, PAD, sizeof buf);
+    cr_assert_eq(cca_get_fragmentation_sized(a, (cca_frag_t *)(void *)buf, sizeof(cca_frag_t) + 16), CCA_OK);
+    cr_assert(all_bytes(buf + sizeof(cca_frag_t), 16, 0));
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 100 * MiB, 0), CCA_ERROR_OUT_OF_MEMORY);
+    memset(buf, PAD, sizeof buf);
+    cr_assert_eq(cca_last_oom_report_sized(a, (cca_oom_report_t *)(void *)buf, sizeof(cca_oom_report_t) + 32), CCA_OK);
+    cr_assert(all_bytes(buf + sizeof(cca_oom_report_t), 32, 0));
+    cr_assert(all_bytes(buf + sizeof(cca_oom_report_t) + 32, 8, PAD));
+    cr_assert_eq(((cca_oom_report_t *)(void *)buf)->requested, 100 * MiB);
+    char t1[512], t2[512];
+    size_t n1 = cca_oom_report_format((cca_oom_report_t *)(void *)buf, t1, sizeof t1);
+    size_t n2 = cca_oom_report_format_sized((cca_oom_report_t *)(void *)buf, sizeof(cca_oom_report_t) + 32, t2, sizeof t2);
+    cr_assert_eq(n1, n2);
+    cr_assert_str_eq(t1, t2);
+    cr_assert_eq(cca_oom_report_format_sized((cca_oom_report_t *)(void *)buf, 8, t2, sizeof t2), 0);
+    cr_assert_eq(cca_last_oom_report_sized(a, (cca_oom_report_t *)(void *)buf, 8), CCA_ERROR_INVALID_ARGUMENT);
+    /* a scope's result into a smaller struct than ours is refused; ours exactly is filled */
+    uint64_t tok;
+    cr_assert_eq(cca_scope_begin(a, &tok), CCA_OK);
+    free_ok(a, alloc_ok(a, 4096, 0));
+    memset(buf, PAD, sizeof buf);
+    cr_assert_eq(cca_scope_end_sized(a, tok, (cca_scope_result_t *)(void *)buf, 4), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_scope_end_sized(a, tok, (cca_scope_result_t *)(void *)buf, sizeof(cca_scope_result_t)), CCA_OK);
+    cr_assert_eq(((cca_scope_result_t *)(void *)buf)->allocations, 1);
+    cr_assert(all_bytes(buf + sizeof(cca_scope_result_t), 8, PAD));
+    /* configs: init fills what fits, parse keeps the caller's unknown tail, create reads only the caller's size */
+    unsigned char cb[sizeof(cca_config_t) + 16];
+    memset(cb, PAD, sizeof cb);
+    cca_config_init_sized((cca_config_t *)(void *)cb, sizeof(cca_config_t));
+    cr_assert(all_bytes(cb + sizeof(cca_config_t), 16, PAD));
+    cr_assert_eq(((cca_config_t *)(void *)cb)->max_split_size, SIZE_MAX);
+    cr_assert_eq(cca_config_parse_sized((cca_config_t *)(void *)cb, sizeof(cca_config_t), "max_split_size_mb:64", NULL, 0),
+                 CCA_OK);
+    cr_assert_eq(((cca_config_t *)(void *)cb)->max_split_size, 64 * MiB);
+    cr_assert(all_bytes(cb + sizeof(cca_config_t), 16, PAD));
+    cca_allocator_t *b = NULL;
+    cr_assert_eq(cca_create_sized((cca_config_t *)(void *)cb, sizeof cb, &b), CCA_OK, "a newer program's bigger config");
+    cca_stats_t s = stats_of(b);
+    cr_assert_eq(s.max_split_size, (int64_t)(64 * MiB));
+    cca_destroy(b);
+    cr_assert_eq(cca_create_sized((cca_config_t *)(void *)cb, 4, &b), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_config_parse_sized((cca_config_t *)(void *)cb, 4, "", NULL, 0), CCA_ERROR_INVALID_ARGUMENT);
+    finish(a);
+}
+
+typedef struct big_seg { cca_segment_info_t info; size_t extra[4]; } big_seg_t;
+typedef struct big_block { cca_block_info_t info; size_t extra[4]; } big_block_t;
+
+static int seg_extra_zero(const cca_segment_info_t *s, void *arg)
+{
+    const big_seg_t *b = (const big_seg_t *)(const void *)s;
+    for (int i = 0; i < 4; i++) *(int *)arg |= b->extra[i] != 0;
+    return 0;
+}
+
+static int block_extra_zero(const cca_block_info_t *s, void *arg)
+{
+    const big_block_t *b = (const big_block_t *)(const void *)s;
+    for (int i = 0; i < 4; i++) *(int *)arg |= b->extra[i] != 0;
+    return 0;
+}
+
+static int oom_extra;
+static void oom_big(const cca_oom_report_t *r, void *arg)
+{
+    (void)arg;
+    const unsigned char *p = (const unsigned char *)r;
+    oom_extra = r->requested == 100 * MiB && all_bytes(p + sizeof *r, 24, 0) ? 1 : 2;
+}
+
+Test(contracts, callbacks_get_structs_of_the_callers_size)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 4096, 0);
+    int nonzero = 0;
+    cr_assert_eq(cca_snapshot_walk_sized(a, seg_extra_zero, block_extra_zero, &nonzero, sizeof(big_seg_t),
+                                         sizeof(big_block_t)), CCA_OK);
+    cr_assert_eq(nonzero, 0, "a newer caller's fields must read as zero");
+    cr_assert_eq(cca_snapshot_walk_sized(a, NULL, NULL, NULL, 3, sizeof(cca_block_info_t)), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_set_oom_callback_sized(a, oom_big, NULL, sizeof(cca_oom_report_t) + 24), CCA_OK);
+    void *q = NULL;
+    cr_assert_eq(cca_malloc(a, &q, 100 * MiB, 0), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(oom_extra, 1);
+    cr_assert_eq(cca_set_oom_callback_sized(a, oom_big, NULL, 16), CCA_ERROR_INVALID_ARGUMENT);
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(contracts, struct_layouts_describe_every_public_struct)
+{
+    size_t n = 0;
+    const cca_struct_layout_t *all = cca_struct_layouts(&n);
+    cr_assert_eq(n, 9);
+    for (size_t i = 0; i < n; i++) {
+        const cca_struct_layout_t *l = &all[i];
+        cr_assert_eq(cca_struct_layout(l->name), l);
+        size_t end = 0;
+        for (size_t f = 0; f < l->n_fields; f++) {
+            const cca_field_layout_t *x = &l->fields[f];
+            cr_assert_geq(x->offset, end, "%s.%s overlaps the field before", l->name, x->name);
+            cr_assert_lt(x->offset - end, 8, "%s.%s: a gap of more than padding", l->name, x->name);
+            cr_assert(x->count >= 1 && x->size % x->count == 0, "%s.%s", l->name, x->name);
+            cr_assert(x->doc && x->doc[0] && x->type && x->type[0]);
+            end = x->offset + x->size;
+        }
+        cr_assert_leq(end, l->size);
+        cr_assert_lt(l->size - end, 8, "%s: the fields do not cover it", l->name);
+    }
+    /* spot checks, written by hand */
+    const cca_struct_layout_t *s = cca_struct_layout("cca_stats_t");
+    cr_assert_eq(s->size, sizeof(cca_stats_t));
+    cr_assert_str_eq(s->fields[0].name, "allocation");
+    cr_assert_str_eq(s->fields[0].type, "cca_stat_t");
+    cr_assert_eq(s->fields[0].count, 3);
+    cr_assert_str_eq(s->fields[s->n_fields - 1].name, "host_bytes");
+    cr_assert_eq(s->fields[s->n_fields - 1].offset, offsetof(cca_stats_t, host_bytes));
+    const cca_struct_layout_t *o = cca_struct_layout("cca_oom_report_t");
+    const cca_field_layout_t *adv = &o->fields[o->n_fields - 1];
+    cr_assert_str_eq(adv->name, "advice");
+    cr_assert_eq(adv->offset, offsetof(cca_oom_report_t, advice));
+    cr_assert_eq(adv->count, 320);
+    const cca_struct_layout_t *c = cca_struct_layout("cca_config_t");
+    cr_assert_str_eq(c->fields[2].name, "roundup_power2_divisions");
+    cr_assert_eq(c->fields[2].count, CCA_ROUNDUP_INTERVALS);
+    cr_assert_null(cca_struct_layout("nope"));
+    cr_assert_null(cca_struct_layout(NULL));
+}
