@@ -5,6 +5,8 @@
 #define CCA_STRESS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "cca.h"
@@ -95,6 +97,111 @@ static int run_stress(int threads, int iters)
     cca_destroy(a);
     for (int i = 0; i < threads; i++) cudaStreamDestroy(args[i].own);
     cudaStreamDestroy(shared);
+    return failures;
+}
+
+/* ---- hand-off: blocks allocated on short-lived threads' per-thread
+ * streams, freed (and recorded on another stream) by other threads, while
+ * a janitor empties the cache: the address map read without a lock races
+ * with segments coming and going, stream records with thread exits. */
+
+#define HANDOFF_SLOTS 256
+
+typedef struct handoff {
+    cca_allocator_t *a;
+    void *_Atomic slot[HANDOFF_SLOTS];
+    _Atomic int producers_left, failures;
+    cudaStream_t side;
+} handoff_t;
+
+typedef struct producer { handoff_t *h; uint64_t seed; int n; } producer_t;
+
+static void *handoff_producer(void *p)
+{
+    producer_t *pr = p;
+    for (int i = 0; i < pr->n; i++) {
+        void *ptr = NULL;
+        if (cca_malloc(pr->h->a, &ptr, stress_size(&pr->seed) % (4u << 20) + 1, cudaStreamPerThread) != CCA_OK) {
+            atomic_fetch_add(&pr->h->failures, 1);
+            continue;
+        }
+        for (unsigned k = (unsigned)(stress_rand(&pr->seed) % HANDOFF_SLOTS);; k = (k + 1) % HANDOFF_SLOTS) {
+            void *expect = NULL;
+            if (atomic_compare_exchange_strong(&pr->h->slot[k], &expect, ptr)) break;
+        }
+    }
+    return NULL;
+}
+
+static void *handoff_consumer(void *p)
+{
+    handoff_t *h = p;
+    uint64_t seed = (uint64_t)(uintptr_t)p | 1;
+    for (;;) {
+        bool done = atomic_load(&h->producers_left) == 0, any = false;
+        for (unsigned k = 0; k < HANDOFF_SLOTS; k++) {
+            void *ptr = atomic_exchange(&h->slot[k], NULL);
+            if (!ptr) continue;
+            any = true;
+            if (stress_rand(&seed) % 4 == 0 && cca_record_stream(h->a, ptr, h->side) != CCA_OK)
+                atomic_fetch_add(&h->failures, 1);
+            if (cca_free(h->a, ptr) != CCA_OK) atomic_fetch_add(&h->failures, 1);
+        }
+        if (done && !any) return NULL;
+    }
+}
+
+static void *handoff_janitor(void *p)
+{
+    handoff_t *h = p;
+    while (atomic_load(&h->producers_left) > 0) {
+        cca_stats_t s;
+        if (cca_empty_cache(h->a) != CCA_OK || cca_get_stats(h->a, &s) != CCA_OK) atomic_fetch_add(&h->failures, 1);
+        int host = 0;
+        if (cca_free(h->a, &host) != CCA_ERROR_INVALID_POINTER) atomic_fetch_add(&h->failures, 1);
+    }
+    return NULL;
+}
+
+/* `rounds` rounds of `producers` short-lived threads allocating `per` blocks
+ * each, two consumers and a janitor throughout. */
+static int run_handoff(int rounds, int producers, int per)
+{
+    static handoff_t h;
+    if (cca_create(NULL, &h.a) != CCA_OK) return 1;
+    cudaStreamCreate(&h.side);
+    for (unsigned k = 0; k < HANDOFF_SLOTS; k++) atomic_init(&h.slot[k], NULL);
+    atomic_init(&h.failures, 0);
+    atomic_init(&h.producers_left, rounds * producers);
+    pthread_t cons[2], jan;
+    for (int i = 0; i < 2; i++) pthread_create(&cons[i], NULL, handoff_consumer, &h);
+    pthread_create(&jan, NULL, handoff_janitor, &h);
+    for (int r = 0; r < rounds; r++) {
+        pthread_t tid[16];
+        producer_t pr[16];
+        for (int i = 0; i < producers && i < 16; i++) {
+            pr[i] = (producer_t){ &h, 0x9E3779B97F4A7C15ull * (uint64_t)(r * 16 + i + 1), per };
+            pthread_create(&tid[i], NULL, handoff_producer, &pr[i]);
+        }
+        for (int i = 0; i < producers && i < 16; i++) {
+            pthread_join(tid[i], NULL);
+            atomic_fetch_sub(&h.producers_left, 1);
+        }
+    }
+    for (int i = 0; i < 2; i++) pthread_join(cons[i], NULL);
+    pthread_join(jan, NULL);
+    int failures = atomic_load(&h.failures);
+    if (cca_check(h.a) != CCA_OK) {
+        fprintf(stderr, "handoff: %s\n", cca_last_error_string());
+        failures++;
+    }
+    cca_stats_t s;
+    cca_empty_cache(h.a);
+    cca_get_stats(h.a, &s);
+    failures += s.allocation[CCA_POOL_ALL].current != 0;
+    failures += s.reserved_bytes[CCA_POOL_ALL].current != 0;
+    cca_destroy(h.a);
+    cudaStreamDestroy(h.side);
     return failures;
 }
 

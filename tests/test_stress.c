@@ -72,3 +72,11 @@ Test(stress, peaks_are_exact_across_streams, .timeout = 120)
     pthread_barrier_destroy(&bar);
     finish(a);
 }
+
+/* Blocks of exiting threads' per-thread streams freed by other threads
+ * while a janitor empties the cache: nothing lost, nothing left. */
+Test(stress, handoff_across_exiting_threads_and_empty_cache, .timeout = 120)
+{
+    cr_assert_eq(run_handoff(10, 4, 200), 0);
+    cr_assert_eq(cca_sim_live_allocations(0), 0);
+}

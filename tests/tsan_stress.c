@@ -9,6 +9,8 @@ int main(void)
     cca_sim_reset();
     int failures = run_stress(4, 5000);
     failures += cca_sim_live_allocations(0) != 0;
+    failures += run_handoff(20, 4, 200);
+    failures += cca_sim_live_allocations(0) != 0;
     printf("%d passed, %d failed\n", failures == 0, failures != 0);
     return failures != 0;
 }
