@@ -2,7 +2,7 @@
  * called through cuda_runtime_api.h as any C caller would: proves that the
  * symbols link, and checks behaviour that holds on a real GPU as well (this
  * suite is built in both modes and skips without a device). */
-#include <criterion/criterion.h>
+#include "crit.h"
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdint.h>

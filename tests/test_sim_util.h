@@ -2,7 +2,7 @@
 #ifndef TEST_SIM_UTIL_H
 #define TEST_SIM_UTIL_H
 
-#include <criterion/criterion.h>
+#include "crit.h"
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
