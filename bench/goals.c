@@ -34,6 +34,8 @@ static const goal_t goals[] = {
      "threads mixed 2 own streams / 1 thread", 1, 1.0},
     {"threads", "mixed-1000-live/2-threads-shared-stream", "ratio_to_one_thread",
      "threads mixed 2 shared stream / 1 thread", 1, 1.0},
+    {"xfree", "cross-thread-1000-exited", "ratio_to_no_exited",
+     "xfree after 1,000 exited threads / none", 0, 1.2},
     {"replay-summary", "all-traces", "geomean_reserved_over_live",
      "replay gmean peak reserved / peak live", 0, 1.03},
     {"replay-summary", "all-traces", "max_reserved_over_live",

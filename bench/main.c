@@ -21,6 +21,7 @@ static const struct { const char *name; scenario_fn fn; } scenarios[] = {
     {"mixed", scen_mixed},
     {"threads", scen_threads},
     {"streams", scen_streams},
+    {"xfree", scen_xfree},
     {"replay", scen_replay},
 };
 #define N_SCEN (sizeof scenarios / sizeof scenarios[0])
@@ -30,6 +31,8 @@ typedef struct cli {
     int chosen[N_SCEN], any_chosen, model_all, dir_given;
     const char *filters[BENCH_MAX_ALLOCS];
     size_t n_filters;
+    const char *count_xfree;     /* --count-xfree VARIANT: one untimed run, for callgrind */
+    size_t count_n;
 } cli_t;
 
 static void usage(FILE *f)
@@ -37,7 +40,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cca-bench [options]\n"
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
-        "                    threads, streams, replay (default: all)\n"
+        "                    threads, streams, xfree, replay (default: all)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"
         "  --json FILE       also write every figure as JSON\n"
@@ -45,7 +48,11 @@ static void usage(FILE *f)
         "                    folder the build was configured with)\n"
         "  --trace PATH      a trace file or folder to replay too (repeatable)\n"
         "  --alloc LABEL     run only allocators whose label starts with LABEL (repeatable)\n"
-        "  --model-all       also run cca and CUB with the modelled runtime latencies\n");
+        "  --model-all       also run cca and CUB with the modelled runtime latencies\n"
+        "  --count-xfree V   no measurement: N frees of variant V of xfree (same-thread,\n"
+        "                    cross-thread, cross-thread-1000-exited) by the first --alloc\n"
+        "                    allocator, for counting instructions (scripts/instructions.sh)\n"
+        "  --count N         how many (default 100000)\n");
 }
 
 static int scenario_index(const char *name)
@@ -94,6 +101,10 @@ static int option(cli_t *c, const char *opt, const char *val)
         c->o.trace_paths[c->o.n_trace_paths++] = val;
     else if (!strcmp(opt, "--alloc") && c->n_filters < BENCH_MAX_ALLOCS)
         c->filters[c->n_filters++] = val;
+    else if (!strcmp(opt, "--count-xfree"))
+        c->count_xfree = val;
+    else if (!strcmp(opt, "--count"))
+        c->count_n = (size_t)strtoull(val, NULL, 10);
     else if (!strcmp(opt, "--scenario") && scenario_index(val) >= 0)
         c->chosen[scenario_index(val)] = c->any_chosen = 1;
     else
@@ -153,6 +164,8 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     start_a_thread();
+    if (c.count_xfree)
+        return xfree_count(&c.o.allocs[0], c.count_xfree, c.count_n ? c.count_n : 100000);
     machine_probe(&m);
     machine_print(stdout, &m, &c.o);
     for (size_t i = 0; i < N_SCEN; i++)
