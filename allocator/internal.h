@@ -298,7 +298,7 @@ static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_
 #define CCA_V1_FRAG   sizeof(cca_frag_t)
 #define CCA_V1_SEG    sizeof(cca_segment_info_t)
 #define CCA_V1_BLOCK  sizeof(cca_block_info_t)
-#define CCA_V1_OOM    sizeof(cca_oom_report_t)
+#define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
 #define CCA_V1_SCOPE  sizeof(cca_scope_result_t)
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`
@@ -371,9 +371,14 @@ int          _cca_counters_make_room(cca_allocator_t *a, cca_stream_t *st, int p
 void         _cca_counters_release_others(cca_allocator_t *a, cca_stream_t *st);
 cca_stat_t  *_cca_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard stat k, by pool */
 
+/* oomfig.c: the figures of an out-of-memory report (all locked). */
+void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
+void   _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r);
+size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail);
+size_t _cca_largest_free(const cca_allocator_t *a);
+
 /* stats/stats.c: optional accounting attached to the allocator. */
 void   _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx);
-void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
 void   _cca_hooks_locked(cca_allocator_t *a);       /* all locked, after a change */
 void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
 void   _cca_stats_destroy(cca_allocator_t *a);

@@ -303,12 +303,37 @@ CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
 
 /* ---- OOM report ---- */
 
+/* The verdict says what would make the failed request succeed, counting the
+ * whole new segment it needs. From the report's figures after
+ * release-and-retry - S segment_size (2 MiB, 20 MiB, or the request's own
+ * size rounded to 2 MiB), T device_total, D device_free, R reserved,
+ * F free_cached, A = R - F (live and pending), E external, C cap (0: none) -
+ * with cap_need = R + S - C when C and R + S > C (else 0) and
+ * dev_need = S - D when S > D (else 0):
+ *   - S > T: exhausted; it cannot fit on this device (shortfall S - T).
+ *   - otherwise the first single change that suffices, in this order:
+ *     cap        - raising the cap by cap_need; the device has room (dev_need = 0);
+ *     external   - freeing dev_need held outside cca (cap_need = 0, dev_need <= E);
+ *     fragmented - cca holds enough free bytes (max(cap_need, dev_need) <= F)
+ *                  but in no block or segment of the needed shape;
+ *     exhausted  - freeing max(cap_need, dev_need) of live allocations (<= A).
+ *   - otherwise several changes: cca's cached free bytes first, then live
+ *     allocations, then memory outside cca for the device, then the cap;
+ *     the verdict is the first of cap, external, fragmented, exhausted that
+ *     this plan needs.
+ * need_cap, need_external, need_cached and need_live hold each needed
+ * change in bytes; shortfall is the verdict's own (0 for fragmented). A
+ * device that refused a segment it reported room for (no limit binds) is
+ * fragmented with no need: its free memory is in pieces. largest_fit is the
+ * largest L such that every request of at most L would succeed now on the
+ * failing request's stream, with the allocator's rounding and segment
+ * rules (0: none). */
 typedef enum cca_oom_verdict {
     CCA_OOM_NONE = 0,                   /* no out-of-memory so far */
-    CCA_OOM_EXHAUSTED,                  /* live allocations fill the device or the cap */
-    CCA_OOM_FRAGMENTED,                 /* enough bytes free, no block or segment large enough */
-    CCA_OOM_CAP,                        /* the cap refused while the device had room */
-    CCA_OOM_EXTERNAL,                   /* the device is full of memory cca does not hold */
+    CCA_OOM_EXHAUSTED,                  /* only freeing live allocations helps (or nothing can) */
+    CCA_OOM_FRAGMENTED,                 /* enough bytes free in cca, no block or segment of the shape */
+    CCA_OOM_CAP,                        /* raising the cap helps */
+    CCA_OOM_EXTERNAL,                   /* freeing memory held outside cca helps */
 } cca_oom_verdict_t;
 
 #define CCA_OOM_REPORT_FIELDS(X) \
@@ -336,7 +361,11 @@ typedef enum cca_oom_verdict {
     X(int, cap_refused, , "the cap said no") \
     X(int, device_refused, , "cudaMalloc said no") \
     X(uint64_t, seq, , "1 for the allocator's first OOM, then 2, ...") \
-    X(char, advice, [320], "one line")
+    X(char, advice, [320], "one line") \
+    X(size_t, need_cap, , "bytes to raise the cap by (see the verdict's rules)") \
+    X(size_t, need_external, , "bytes to free outside cca") \
+    X(size_t, need_cached, , "cca's cached free bytes that would have to be in one piece") \
+    X(size_t, need_live, , "bytes of live allocations to free")
 typedef struct cca_oom_report { CCA_OOM_REPORT_FIELDS(CCA_MEMBER_) } cca_oom_report_t;
 
 typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);
@@ -360,6 +389,11 @@ CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t 
 CCA_API size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len);
 CCA_API size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len);
 #define cca_oom_report_format(r, buf, len) cca_oom_report_format_sized((r), sizeof(cca_oom_report_t), (buf), (len))
+
+/* Sets r's verdict, shortfall, need_* and advice from its figures, by the
+ * rules above: a pure function, for reports built by hand or replayed.
+ * NULL is a no-op. */
+CCA_API void cca_oom_judge(cca_oom_report_t *r);
 
 /* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
 CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);

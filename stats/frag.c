@@ -48,18 +48,6 @@ void _cca_frag_locked(cca_allocator_t *a, cca_frag_t *f)
     f->utilization = f->reserved ? (double)f->allocated / (double)f->reserved : 0.0;
 }
 
-/* The largest free block of any stream: the maximum of each free tree. */
-size_t _cca_largest_free_locked(const cca_allocator_t *a)
-{
-    size_t largest = 0;
-    for (const cca_stream_t *st = a->streams; st; st = st->next)
-        for (int p = 0; p < 2; p++) {
-            const cca_block_t *b = _cca_bins_largest(st->free[p]);
-            if (b && b->size > largest) largest = b->size;
-        }
-    return largest;
-}
-
 cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size)
 {
     if (!a || !out)

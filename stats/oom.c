@@ -7,208 +7,126 @@
 #include <stdlib.h>
 #include "stats_internal.h"
 
-/* Verdict rules. Figures are after release-and-retry (every unused cached
- * segment was returned) unless marked "before".
- *   avail    = bytes cca could still add as a new segment: device_free, and
- *              with a cap no more than cap - reserved;
- *   headroom = avail + free_cached: what cca could use were it contiguous.
- * 1. cap: the cap refused the last attempt (the device was not asked) and
- *    the device had room for the segment: raising the cap is enough.
- *    shortfall = reserved + segment - cap.
- * 2. fragmented: headroom >= rounded. The bytes exist, cached or free on the
- *    device, but no free block of the stream is large enough and no new
- *    segment of segment_size fits. shortfall = 0.
- * 3. external: the device is the limit, freeing the memory held outside cca
- *    would let the segment fit (device_free + external >= segment), and
- *    more is held outside cca than inside (external > reserved).
- *    shortfall = segment - device_free, to free outside cca.
- * 4. exhausted otherwise: live allocations fill the device or the cap.
- *    shortfall = rounded - headroom, the least that must be freed.
- * segment is the smallest new segment the core tried (ctx->alloc_size).
- * largest_fit is the larger of the stream's largest free block (small pool
- * blocks serve at most 1 MiB) and the largest request whose new segment
- * fits in avail, with the default 512 B rounding. */
-
-typedef struct oom_in {                               /* what the verdict is computed from */
-    size_t avail, headroom;
-    bool cap_limits;                                  /* the cap alone said no */
-} oom_in_t;
+/* The verdict is a pure function of the report's figures (cca_oom_judge;
+ * its rules are in cca.h and docs/accounting.md). The core fills the
+ * figures (allocator/oomfig.c); this file judges, keeps the last report and
+ * hands it to the callback. */
 
 static _Thread_local uint64_t pending_id;             /* allocator whose report awaits delivery */
 static _Thread_local cca_oom_report_t pending;
 
-/* cudaMemGetInfo on the allocator's device, leaving the caller's device and
- * the runtime's last-error slot as they were. */
-static bool device_info(cca_allocator_t *a, size_t *free_b, size_t *total)
-{
-    dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
-    if (e == cudaSuccess) e = cudaMemGetInfo(free_b, total);
-    _cca_device_leave(&g);
-    if (e != cudaSuccess) _cca_clear_error();
-    return e == cudaSuccess;
-}
+static size_t min_z(size_t x, size_t y) { return x < y ? x : y; }
+static size_t max_z(size_t x, size_t y) { return x > y ? x : y; }
 
-/* Largest request a free block of this stream would serve now. */
-static size_t cached_fit(cca_allocator_t *a, cudaStream_t stream)
+static void plan(cca_oom_report_t *r)
 {
-    uint64_t key = _cca_stream_key(a->cfg.device, stream);
-    for (cca_stream_t *st = a->streams; st; st = st->next) {
-        if (st->key != key) continue;
-        cca_block_t *s = _cca_bins_largest(st->free[CCA_PSMALL]), *l = _cca_bins_largest(st->free[CCA_PLARGE]);
-        size_t fit = s ? (s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE) : 0;
-        return l && l->size > fit ? l->size : fit;
-    }
-    return 0;
-}
-
-/* With release_before_grow or segment_growth_percent the core falls back,
- * before it gives up, to the smallest segment: the request rounded up to 2 MiB. */
-static bool falls_back(const cca_allocator_t *a)
-{
-    return a->cfg.release_before_grow || a->cfg.segment_growth_percent;
-}
-
-/* Largest request whose new segment fits in avail bytes. */
-static size_t segment_fit(const cca_allocator_t *a, size_t avail)
-{
-    size_t big = avail / CCA_ROUND_LARGE * CCA_ROUND_LARGE;
-    if (big >= CCA_MIN_LARGE_ALLOC || (big > CCA_SMALL_SIZE && falls_back(a)))
-        return big;                                   /* such a request gets a segment of its own size */
-    return avail >= CCA_SMALL_BUFFER ? CCA_SMALL_SIZE : 0;
-}
-
-static void fill_figures(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
-{
-    const cca_stats_t *s = &a->stats;
-    r->device = a->cfg.device;
-    r->pool = ctx->pool;
-    r->stream = ctx->stream;
-    r->requested = ctx->requested;
-    r->rounded = ctx->rounded;
-    r->segment_size = ctx->alloc_size;             /* the smallest segment the core tried */
-    bool info = device_info(a, &r->device_free, &r->device_total);
-    if (!info) r->device_total = a->device_total;
-    r->cap = a->cap == SIZE_MAX ? 0 : a->cap;
-    r->reserved = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
-    r->allocated = (size_t)s->allocated_bytes[CCA_POOL_ALL].current;
-    r->free_cached = r->reserved - (size_t)s->active_bytes[CCA_POOL_ALL].current;
-    r->largest_free = _cca_largest_free_locked(a);
-    r->reserved_before = ctx->reserved_before;
-    r->allocated_before = ctx->allocated_before;
-    r->free_cached_before = ctx->free_cached_before;
-    r->largest_free_before = ctx->largest_free_before;
-    size_t used = r->device_total - r->device_free;
-    r->external = info && used > r->reserved ? used - r->reserved : 0;
-    r->cap_refused = ctx->cap_refused;
-    r->device_refused = ctx->device_refused;
-}
-
-static oom_in_t verdict_inputs(const cca_oom_report_t *r)
-{
-    oom_in_t in = { .avail = r->device_free };
-    if (r->cap) {
-        size_t room = r->cap > r->reserved ? r->cap - r->reserved : 0;
-        if (room < in.avail) in.avail = room;
-    }
-    in.headroom = in.avail + r->free_cached;
-    in.cap_limits = r->cap_refused && !r->device_refused && r->device_free >= r->segment_size;
-    return in;
-}
-
-static void decide(cca_oom_report_t *r, const oom_in_t *in)
-{
-    bool device_limits = r->device_free < r->segment_size;
-    if (in->cap_limits) {
-        r->verdict = CCA_OOM_CAP;
-        r->shortfall = r->reserved + r->segment_size - r->cap;
-    } else if (in->headroom >= r->rounded) {
-        r->verdict = CCA_OOM_FRAGMENTED;
-        r->shortfall = 0;
-    } else if (device_limits && r->external > r->reserved &&
-               r->device_free + r->external >= r->segment_size) {
-        r->verdict = CCA_OOM_EXTERNAL;
-        r->shortfall = r->segment_size - r->device_free;
-    } else {
+    size_t S = r->segment_size, T = r->device_total, D = r->device_free, R = r->reserved;
+    size_t F = min_z(r->free_cached, R), A = R - F, E = r->external, C = r->cap;
+    r->need_cap = r->need_external = r->need_cached = r->need_live = 0;
+    if (S > T) {                                      /* no change makes it fit */
         r->verdict = CCA_OOM_EXHAUSTED;
-        r->shortfall = r->rounded - in->headroom;
-    }
-}
-
-static void advise(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void advise(char *buf, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
-
-static void advise_fragmented(const cca_allocator_t *a, cca_oom_report_t *r, const oom_in_t *in)
-{
-    char b1[32], b2[32], b3[32], b4[32];
-    size_t adv = sizeof r->advice;
-    if (r->device_free >= r->rounded && in->avail < r->segment_size) {
-        advise(r->advice, adv, "a request of %s takes a new %s segment but only %s can be added: "
-               "the largest request that fits now is %s", _cca_fmt_bytes(r->rounded, b1),
-               _cca_fmt_bytes(r->segment_size, b2), _cca_fmt_bytes(in->avail, b3), _cca_fmt_bytes(r->largest_fit, b4));
+        r->shortfall = S - T;
         return;
     }
-    char hint[96] = "free the allocations between free blocks, or allocate long-lived buffers first";
-    size_t mib = r->rounded >> 20;
-    if (a->cfg.max_split_size == SIZE_MAX && mib > CCA_LARGE_BUFFER >> 20)
-        snprintf(hint, sizeof hint, "set max_split_size_mb:%zu so that blocks this large stay whole", mib);
-    advise(r->advice, adv, "%s were cached free but the largest block was %s: the largest request that fits now is %s; %s",
-           _cca_fmt_bytes(r->free_cached_before, b1), _cca_fmt_bytes(r->largest_free_before, b2),
-           _cca_fmt_bytes(r->largest_fit, b3), hint);
-}
-
-static void advise_other(cca_oom_report_t *r)
-{
-    char b1[32], b2[32], b3[32], b4[32];
-    size_t adv = sizeof r->advice;
-    size_t limit = r->cap && r->cap < r->device_total ? r->cap : r->device_total;
-    switch (r->verdict) {
-    case CCA_OOM_CAP:
-        advise(r->advice, adv, "raise the cap by at least %s to %s (memory_limit_mb:%zu), the device has %s free; "
-               "the largest request that fits under the cap now is %s", _cca_fmt_bytes(r->shortfall, b1),
-               _cca_fmt_bytes(r->reserved + r->segment_size, b2), (r->reserved + r->segment_size + (1u << 20) - 1) >> 20,
-               _cca_fmt_bytes(r->device_free, b3), _cca_fmt_bytes(r->largest_fit, b4));
-        break;
-    case CCA_OOM_EXTERNAL:
-        advise(r->advice, adv, "%s of the device is held outside cca (another process or library): free at least %s "
-               "of it for the new %s segment; the largest request that fits now is %s", _cca_fmt_bytes(r->external, b1),
-               _cca_fmt_bytes(r->shortfall, b2), _cca_fmt_bytes(r->segment_size, b3), _cca_fmt_bytes(r->largest_fit, b4));
-        break;
-    default:
-        if (r->segment_size > limit)
-            advise(r->advice, adv, "the request needs a %s segment, more than the %s %s: split it or lower the batch size",
-                   _cca_fmt_bytes(r->segment_size, b1), r->cap && r->cap < r->device_total ? "cap of" : "device's total",
-                   _cca_fmt_bytes(limit, b2));
-        else
-            advise(r->advice, adv, "free at least %s of live allocations or lower the batch size; "
-                   "the largest request that fits now is %s", _cca_fmt_bytes(r->shortfall, b1),
-                   _cca_fmt_bytes(r->largest_fit, b2));
-        break;
+    size_t cap_need = C && R + S > C ? R + S - C : 0, dev_need = S > D ? S - D : 0;
+    size_t need = max_z(cap_need, dev_need);
+    if (cap_need && !dev_need) {                      /* raising the cap alone */
+        r->verdict = CCA_OOM_CAP;
+        r->shortfall = r->need_cap = cap_need;
+    } else if (!cap_need && dev_need && dev_need <= E) {   /* freeing memory outside cca alone */
+        r->verdict = CCA_OOM_EXTERNAL;
+        r->shortfall = r->need_external = dev_need;
+    } else if (need <= F) {                           /* cca's free bytes, were they in one piece */
+        r->verdict = CCA_OOM_FRAGMENTED;
+        r->need_cached = need;
+        r->shortfall = 0;
+    } else if (need <= A) {                           /* freeing live allocations alone */
+        r->verdict = CCA_OOM_EXHAUSTED;
+        r->shortfall = r->need_live = need;
+    } else {                                          /* several: cca's own bytes first */
+        r->need_cached = F;
+        r->need_live = min_z(A, need - F);
+        size_t freed = r->need_cached + r->need_live;
+        r->need_external = dev_need > freed ? min_z(E, dev_need - freed) : 0;
+        r->need_cap = cap_need > freed ? cap_need - freed : 0;
+        r->verdict = r->need_cap ? CCA_OOM_CAP : r->need_external ? CCA_OOM_EXTERNAL
+                   : r->need_cached ? CCA_OOM_FRAGMENTED : CCA_OOM_EXHAUSTED;
+        r->shortfall = r->verdict == CCA_OOM_CAP ? r->need_cap : r->verdict == CCA_OOM_EXTERNAL ? r->need_external
+                     : r->verdict == CCA_OOM_FRAGMENTED ? 0 : r->need_live;
     }
 }
 
-static void judge(cca_allocator_t *a, cca_oom_report_t *r, const cca_oom_ctx_t *ctx)
+typedef struct text { char *buf; size_t len, at; } text_t;
+
+static void put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text_t *t, const char *fmt, ...)
 {
-    oom_in_t in = verdict_inputs(r);
-    decide(r, &in);
-    size_t seg = segment_fit(a, in.avail), cached = cached_fit(a, ctx->stream);
-    r->largest_fit = seg > cached ? seg : cached;
-    if (r->verdict == CCA_OOM_FRAGMENTED) advise_fragmented(a, r, &in);
-    else advise_other(r);
+    if (t->at >= t->len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->at, t->len - t->at, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->at += (size_t)n;
+}
+
+static void advise(cca_oom_report_t *r, size_t max_split)
+{
+    char b[4][32];
+    text_t t = { r->advice, sizeof r->advice, 0 };
+    r->advice[0] = 0;
+    if (r->segment_size > r->device_total) {
+        put(&t, "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
+            _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_total, b[1]));
+        return;
+    }
+    put(&t, "a new %s segment is needed, %s is free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
+        _cca_fmt_bytes(r->device_free, b[1]));
+    if (r->cap) put(&t, " and %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
+    const char *sep = ": ";
+    if (r->need_cap) {
+        size_t to = r->cap + r->need_cap;
+        put(&t, "%sraise the cap by at least %s to %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            _cca_fmt_bytes(to, b[1]), (to + ((size_t)1 << 20) - 1) >> 20);
+        sep = "; and ";
+    }
+    if (r->need_external) {
+        put(&t, "%sfree at least %s of the %s held outside cca (another process or library)", sep,
+            _cca_fmt_bytes(r->need_external, b[0]), _cca_fmt_bytes(r->external, b[1]));
+        sep = "; and ";
+    }
+    if (r->need_cached) {
+        put(&t, "%s%s are cached free but the largest free block is %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
+            _cca_fmt_bytes(r->largest_free, b[1]));
+        sep = "; and ";
+    }
+    if (r->need_live) {
+        put(&t, "%sfree at least %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
+        sep = "; and ";
+    }
+    if (!r->need_cap && !r->need_external && !r->need_cached && !r->need_live)
+        put(&t, ", yet the device refused it: its free memory is in pieces");
+    put(&t, "; the largest request that fits now is %s", _cca_fmt_bytes(r->largest_fit, b[0]));
+    if (r->verdict != CCA_OOM_FRAGMENTED || !r->need_cached) return;
+    if (max_split == SIZE_MAX && r->rounded > CCA_LARGE_BUFFER)
+        put(&t, "; max_split_size_mb:%zu keeps blocks this large whole", r->rounded >> 20);
+    else
+        put(&t, "; free the allocations between free blocks, or allocate long-lived buffers first");
+}
+
+void cca_oom_judge(cca_oom_report_t *r)
+{
+    if (!r) return;
+    plan(r);
+    advise(r, SIZE_MAX);
 }
 
 /* Called by the core under the lock, after release-and-retry failed. */
 void _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx)
 {
-    cca_oom_report_t r = { 0 };
-    fill_figures(a, ctx, &r);
-    judge(a, &r, ctx);
+    cca_oom_report_t r;
+    _cca_oom_fill(a, ctx, &r);
+    plan(&r);
+    advise(&r, a->cfg.max_split_size);
     if (!a->last_oom) a->last_oom = calloc(1, sizeof *a->last_oom);   /* kept if host memory allows */
     if (a->last_oom) {
         r.seq = a->last_oom->seq + 1;

@@ -21,7 +21,6 @@ const char *_cca_fmt_bytes(size_t bytes, char out[32]); /* "512 B", "4.00 MiB" *
 
 /* frag.c */
 void   _cca_frag_locked(cca_allocator_t *a, cca_frag_t *out);
-size_t _cca_largest_free_locked(const cca_allocator_t *a);
 
 /* snapshot.c: a copy of every segment and block, taken under the lock. */
 typedef struct cca_snap {

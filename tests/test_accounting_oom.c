@@ -81,20 +81,22 @@ Test(oom_report, scattered_holes_are_fragmented)
     cr_assert_eq(r.largest_free_before, 2 * MiB);
     cr_assert_eq(r.free_cached, 30 * MiB);
     cr_assert_eq(r.largest_free, 2 * MiB);
-    cr_assert_eq(r.largest_fit, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 0, "a 512 B request needs a new 2 MiB segment, and 1 MiB is free");
     cr_assert_eq(r.shortfall, 0);
+    cr_assert_eq(r.need_cached, 19 * MiB);
+    cr_assert_eq(r.need_cap + r.need_external + r.need_live, 0);
     cr_assert(r.device_refused && !r.cap_refused);
     cr_assert_eq(r.seq, 1);
-    cr_assert_str_eq(r.advice, "30.00 MiB were cached free but the largest block was 2.00 MiB: the largest request "
-                               "that fits now is 2.00 MiB; free the allocations between free blocks, or allocate "
-                               "long-lived buffers first");
+    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 1.00 MiB is free on the device: 30.00 MiB are cached "
+                               "free but the largest free block is 2.00 MiB; the largest request that fits now is 0 B; "
+                               "free the allocations between free blocks, or allocate long-lived buffers first");
     char *t = text_of(&r);
     cr_assert_eq(lines(t), 3, "%s", t);
     ASSERT_HAS(t, "cca: out of memory on device 0: 4.00 MiB requested (4.00 MiB rounded, large pool, stream 0): fragmented\n");
     ASSERT_HAS(t, "device 61.00 MiB total, 1.00 MiB free, 0 B outside cca; cap none; reserved 60.00 MiB, allocated 30.00 MiB; "
                   "at the request 30.00 MiB cached free, largest free block 2.00 MiB\n");
-    ASSERT_HAS(t, "advice: 30.00 MiB were cached free");
-    free_ok(a, alloc_ok(a, 2 * MiB, NULL));          /* the advice holds: 2 MiB fits now */
+    ASSERT_HAS(t, "advice: a new 20.00 MiB segment is needed");
+    free_ok(a, alloc_ok(a, 2 * MiB, NULL));          /* a cached hole serves exactly 2 MiB */
     r = oom_of(a, 2 * MiB + 512);
     cr_assert_eq(r.seq, 2);
     for (int i = 1; i < 30; i += 2) free_ok(a, p[i]);
@@ -113,24 +115,27 @@ Test(oom_report, lean_preset_reports_the_smallest_segment_tried)
     cr_assert_eq(r.segment_size, 4 * MiB, "the core fell back to a segment of the request's size");
     cr_assert_eq(r.device_free, 1 * MiB);
     cr_assert_eq(r.largest_free_before, 2 * MiB);
-    cr_assert_eq(r.largest_fit, 2 * MiB);
+    cr_assert_eq(r.need_cached, 3 * MiB);
+    cr_assert_eq(r.largest_fit, 0);
     for (int i = 1; i < 30; i += 2) free_ok(a, p[i]);
     free(p);
     finish(a);
 }
 
-Test(oom_report, new_segment_larger_than_device_free_is_fragmented)
+Test(oom_report, new_segment_larger_than_device_free_is_exhausted_when_nothing_is_cached)
 {
     cca_sim_set_capacity(0, 30 * MiB);
     cca_allocator_t *a = make_alloc("");
     void *p = alloc_ok(a, 12 * MiB, NULL);           /* a segment of its own: 18 MiB stay free */
     cca_oom_report_t r = oom_of(a, 8 * MiB);          /* takes a 20 MiB segment */
-    cr_assert_eq(r.verdict, CCA_OOM_FRAGMENTED);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED, "nothing is cached: only freeing live memory helps");
     cr_assert_eq(r.device_free, 18 * MiB);
     cr_assert_eq(r.free_cached_before, 0);
-    cr_assert_eq(r.largest_fit, 18 * MiB);
-    cr_assert_str_eq(r.advice, "a request of 8.00 MiB takes a new 20.00 MiB segment but only 18.00 MiB can be added: "
-                               "the largest request that fits now is 18.00 MiB");
+    cr_assert_eq(r.shortfall, 2 * MiB);
+    cr_assert_eq(r.need_live, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 1 * MiB, "1 MiB + 512 B takes a 20 MiB segment too");
+    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 18.00 MiB is free on the device: free at least "
+                               "2.00 MiB of live allocations or lower the batch size; the largest request that fits now is 1.00 MiB");
     free_ok(a, alloc_ok(a, 18 * MiB, NULL));
     free_ok(a, p);
     finish(a);
@@ -149,10 +154,11 @@ Test(oom_report, live_allocations_fill_the_device_exhausted)
     cr_assert_eq(r.allocated, 60 * MiB);
     cr_assert_eq(r.free_cached_before, 0);
     cr_assert_eq(r.external, 0);
-    cr_assert_eq(r.shortfall, 4 * MiB);
+    cr_assert_eq(r.shortfall, 16 * MiB, "the whole 20 MiB segment counts");
+    cr_assert_eq(r.need_live, 16 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB, "a 1 MiB request gets a 2 MiB small segment");
-    cr_assert_str_eq(r.advice, "free at least 4.00 MiB of live allocations or lower the batch size; "
-                               "the largest request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 4.00 MiB is free on the device: free at least "
+                               "16.00 MiB of live allocations or lower the batch size; the largest request that fits now is 1.00 MiB");
     free_ok(a, alloc_ok(a, 1 * MiB, NULL));
     for (int i = 0; i < 3; i++) free_ok(a, p[i]);
     finish(a);
@@ -191,9 +197,11 @@ Test(oom_report, cap_refuses_while_device_has_room)
     cr_assert_eq(r.segment_size, 12 * MiB);
     cr_assert_eq(r.device_free, 80 * GiB - 30 * MiB);
     cr_assert_eq(r.shortfall, 2 * MiB);
-    cr_assert_eq(r.largest_fit, 10 * MiB);
-    cr_assert_str_eq(r.advice, "raise the cap by at least 2.00 MiB to 42.00 MiB (memory_limit_mb:42), the device has "
-                               "79.97 GiB free; the largest request that fits under the cap now is 10.00 MiB");
+    cr_assert_eq(r.need_cap, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 1 * MiB, "under the cap 10 MiB are left: a 2 MiB request would need 20 MiB");
+    cr_assert_str_eq(r.advice, "a new 12.00 MiB segment is needed, 79.97 GiB is free on the device and 10.00 MiB under "
+                               "the cap: raise the cap by at least 2.00 MiB to 42.00 MiB (memory_limit_mb:42); the largest "
+                               "request that fits now is 1.00 MiB");
     free_ok(a, alloc_ok(a, 10 * MiB, NULL));
     free_ok(a, p);
     finish(a);
@@ -211,9 +219,10 @@ Test(oom_report, memory_outside_cca_is_external)
     cr_assert_eq(r.device_free, 4 * MiB);
     cr_assert_eq(r.reserved, 0);
     cr_assert_eq(r.shortfall, 16 * MiB);
+    cr_assert_eq(r.need_external, 16 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB);
-    cr_assert_str_eq(r.advice, "60.00 MiB of the device is held outside cca (another process or library): free at "
-                               "least 16.00 MiB of it for the new 20.00 MiB segment; the largest request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 4.00 MiB is free on the device: free at least 16.00 MiB "
+                               "of the 60.00 MiB held outside cca (another process or library); the largest request that fits now is 1.00 MiB");
     cr_assert_eq(cudaGetLastError(), cudaSuccess, "the report's cudaMemGetInfo left no error");
     cr_assert_eq(cudaFree(outside), cudaSuccess);
     free_ok(a, alloc_ok(a, 8 * MiB, NULL));

@@ -1,0 +1,223 @@
+/* oomfig.c - the figures of an out-of-memory report, filled by the core
+ * (all locked, after release-and-retry): the request and the segment it
+ * needed, the device and the cap, what cca holds, and the largest request
+ * that would succeed now. stats/ judges them (cca_oom_judge) and formats. */
+#include <stdlib.h>
+#include "internal.h"
+
+/* cudaMemGetInfo on the allocator's device, leaving the caller's device and
+ * the runtime's last-error slot as they were. */
+static bool device_info(cca_allocator_t *a, size_t *free_b, size_t *total)
+{
+    dev_guard_t g;
+    cudaError_t e = _cca_device_enter(a, &g);
+    if (e == cudaSuccess) e = cudaMemGetInfo(free_b, total);
+    _cca_device_leave(&g);
+    if (e != cudaSuccess) _cca_clear_error();
+    return e == cudaSuccess;
+}
+
+/* ---- the largest request that would succeed now --------------------------
+ * A request succeeds if best fit finds a block in its stream's pool (with
+ * max_split_size's rules) or a new segment fits in what the device and the
+ * cap allow after release-and-retry. Success is not monotone in the size
+ * (a cached 50 MiB block serves 50 MiB while 512 B needs a new 2 MiB
+ * segment), so the answer is the end of the first run of rounded sizes that
+ * all succeed: sizes are mapped to rounded block sizes, and the rounded
+ * sizes that succeed are a union of intervals. */
+
+typedef struct span { size_t lo, hi; } span_t;       /* rounded sizes [lo, hi] that succeed */
+
+typedef struct fitset { span_t *v; size_t n, cap; bool failed; } fitset_t;
+
+static void add_span(fitset_t *f, size_t lo, size_t hi)
+{
+    if (lo > hi || f->failed) return;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        span_t *v = realloc(f->v, cap * sizeof *v);
+        if (!v) {
+            f->failed = true;
+            return;
+        }
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n++] = (span_t){ lo, hi };
+}
+
+static int by_lo(const void *x, const void *y)
+{
+    size_t p = ((const span_t *)x)->lo, q = ((const span_t *)y)->lo;
+    return (p > q) - (p < q);
+}
+
+typedef struct big_blocks { fitset_t *f; size_t msz; } big_blocks_t;
+
+/* A free large block b >= max_split_size serves rounded sizes r with
+ * msz <= r <= b < r + 20 MiB (best fit takes the smallest block >= r, and
+ * refuses one 20 MiB or more too big). */
+static void oversize_span(cca_block_t *b, void *arg)
+{
+    big_blocks_t *bb = arg;
+    if (b->size < bb->msz) return;
+    size_t lo = b->size >= CCA_LARGE_BUFFER ? b->size - CCA_LARGE_BUFFER + CCA_MIN_BLOCK : CCA_MIN_BLOCK;
+    add_span(bb->f, lo > bb->msz ? lo : bb->msz, b->size);
+}
+
+typedef struct below { size_t limit, best; } below_t;
+
+static void largest_below(cca_block_t *b, void *arg)
+{
+    below_t *w = arg;
+    if (b->size < w->limit && b->size > w->best) w->best = b->size;
+}
+
+static size_t round_down_2m(size_t x) { return x / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
+
+/* The rounded sizes that succeed now on stream st (NULL: a stream cca has
+ * not seen), given `avail` bytes for a new segment after release-and-retry. */
+static void success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fitset_t *f)
+{
+    bool fallback = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
+    /* small pool: a 2 MiB segment, or any free small block (no split limit there) */
+    const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_PSMALL]) : NULL;
+    if (CCA_SMALL_BUFFER <= avail) add_span(f, 1, CCA_SMALL_SIZE);
+    else if (s) add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
+    /* large pool, new segments: 20 MiB below 10 MiB (or the request rounded
+     * to 2 MiB, as the policies fall back to), else the request rounded to 2 MiB */
+    size_t top = round_down_2m(avail);
+    if (CCA_LARGE_BUFFER <= avail) add_span(f, CCA_SMALL_SIZE + 1, CCA_MIN_LARGE_ALLOC - 1);
+    else if (fallback) add_span(f, CCA_SMALL_SIZE + 1, top < CCA_MIN_LARGE_ALLOC - 1 ? top : CCA_MIN_LARGE_ALLOC - 1);
+    add_span(f, CCA_MIN_LARGE_ALLOC, top);
+    /* large pool, cached blocks with max_split_size's rules */
+    if (!st) return;
+    size_t msz = a->cfg.max_split_size;
+    if (msz == SIZE_MAX) {
+        const cca_block_t *l = _cca_bins_largest(st->free[CCA_PLARGE]);
+        if (l) add_span(f, CCA_SMALL_SIZE + 1, l->size);
+        return;
+    }
+    below_t w = { msz, 0 };                           /* below msz: a block below msz */
+    _cca_bins_visit(st->free[CCA_PLARGE], largest_below, &w);
+    if (w.best) add_span(f, CCA_SMALL_SIZE + 1, w.best);
+    big_blocks_t bb = { f, msz };
+    _cca_bins_visit(st->free[CCA_PLARGE], oversize_span, &bb);
+}
+
+/* The largest caller's size whose rounded size is at most r (rounding is
+ * monotone and never rounds down). */
+static size_t largest_size_rounding_to(const cca_config_t *cfg, size_t r)
+{
+    size_t lo = 0, hi = r;                            /* round(lo) <= r holds for lo = 0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (_cca_round_size(cfg, mid) <= r) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
+{
+    fitset_t f = { 0 };
+    success_spans(a, st, avail, &f);
+    if (f.failed) {
+        free(f.v);
+        return 0;                                     /* no host memory: claim nothing */
+    }
+    qsort(f.v, f.n, sizeof *f.v, by_lo);
+    size_t s = 1;                                     /* the smallest size not yet known to succeed */
+    for (;;) {
+        size_t r = _cca_round_size(&a->cfg, s), end = 0;
+        bool in = false;
+        for (size_t i = 0; i < f.n; i++) {           /* the spans that run on from r, by start */
+            if (!in) {
+                if (f.v[i].lo <= r && f.v[i].hi >= r) { in = true; end = f.v[i].hi; }
+            } else if (f.v[i].lo > end + 1) {
+                break;
+            } else if (f.v[i].hi > end) {
+                end = f.v[i].hi;
+            }
+        }
+        if (!in) break;                               /* s fails */
+        size_t next = largest_size_rounding_to(&a->cfg, end);
+        if (next >= CCA_MAX_REQUEST) { s = CCA_MAX_REQUEST + 1; break; }
+        s = next + 1;
+    }
+    free(f.v);
+    return s - 1;
+}
+
+/* The largest free block of any stream and pool. */
+size_t _cca_largest_free(const cca_allocator_t *a)
+{
+    size_t largest = 0;
+    for (const cca_stream_t *st = a->streams; st; st = st->next)
+        for (int p = 0; p < 2; p++) {
+            const cca_block_t *b = _cca_bins_largest(st->free[p]);
+            if (b && b->size > largest) largest = b->size;
+        }
+    return largest;
+}
+
+/* Bytes of fully free segments: release-and-retry would give them back. */
+static size_t unused_bytes(const cca_allocator_t *a)
+{
+    size_t n = 0;
+    for (const cca_segment_t *s = a->segments; s; s = s->next)
+        if (s->first->state == CCA_BLOCK_FREE && !s->first->next) n += s->size;
+    return n;
+}
+
+/* Free cached bytes (reserved - active: every byte not allocated or pending
+ * is free) and the largest free block, as the request found them, before
+ * anything is released: O(streams), no walk. */
+void _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx)
+{
+    const cca_stats_t *s = &a->stats;
+    ctx->reserved_before = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
+    ctx->allocated_before = (size_t)s->allocated_bytes[CCA_POOL_ALL].current;
+    ctx->free_cached_before = ctx->reserved_before - (size_t)s->active_bytes[CCA_POOL_ALL].current;
+    ctx->largest_free_before = _cca_largest_free(a);
+    ctx->captured = true;
+}
+
+void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
+{
+    const cca_stats_t *s = &a->stats;
+    *r = (cca_oom_report_t){ 0 };
+    r->device = a->cfg.device;
+    r->pool = ctx->pool;
+    r->stream = ctx->stream;
+    r->requested = ctx->requested;
+    r->rounded = ctx->rounded;
+    r->segment_size = ctx->alloc_size;               /* the smallest segment the core tried */
+    bool info = device_info(a, &r->device_free, &r->device_total);
+    if (!info) r->device_total = a->device_total;
+    r->cap = a->cap == SIZE_MAX ? 0 : a->cap;
+    r->reserved = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
+    r->allocated = (size_t)s->allocated_bytes[CCA_POOL_ALL].current;
+    r->free_cached = r->reserved - (size_t)s->active_bytes[CCA_POOL_ALL].current;
+    r->largest_free = _cca_largest_free(a);
+    r->reserved_before = ctx->reserved_before;
+    r->allocated_before = ctx->allocated_before;
+    r->free_cached_before = ctx->free_cached_before;
+    r->largest_free_before = ctx->largest_free_before;
+    size_t used = r->device_total - r->device_free;
+    r->external = info && used > r->reserved ? used - r->reserved : 0;
+    r->cap_refused = ctx->cap_refused;
+    r->device_refused = ctx->device_refused;
+    /* what a new segment could take after release-and-retry */
+    size_t unused = unused_bytes(a), avail = r->device_free + unused;
+    if (r->cap) {
+        size_t kept = r->reserved - unused;
+        size_t room = r->cap > kept ? r->cap - kept : 0;
+        if (room < avail) avail = room;
+    }
+    uint64_t key = _cca_stream_key(a->cfg.device, ctx->stream);
+    cca_stream_t *st = NULL;
+    for (cca_stream_t *t = a->streams; t; t = t->next)
+        if (t->key == key) st = t;
+    r->largest_fit = _cca_largest_fit(a, st, avail);
+}
