@@ -69,6 +69,8 @@ static void put(text_t *t, const char *fmt, ...)
     if (n > 0) t->at += (size_t)n;
 }
 
+/* One line, at most 320 bytes with every part present: what the request
+ * needs, each needed change with its bytes, the largest request that fits. */
 static void advise(cca_oom_report_t *r, size_t max_split)
 {
     char b[4][32];
@@ -79,37 +81,37 @@ static void advise(cca_oom_report_t *r, size_t max_split)
             _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_total, b[1]));
         return;
     }
-    put(&t, "a new %s segment is needed, %s is free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
+    put(&t, "needs a new %s segment, %s free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
         _cca_fmt_bytes(r->device_free, b[1]));
-    if (r->cap) put(&t, " and %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
+    if (r->cap) put(&t, ", %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
     const char *sep = ": ";
     if (r->need_cap) {
         size_t to = r->cap + r->need_cap;
-        put(&t, "%sraise the cap by at least %s to %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
-            _cca_fmt_bytes(to, b[1]), (to + ((size_t)1 << 20) - 1) >> 20);
-        sep = "; and ";
+        put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            (to + ((size_t)1 << 20) - 1) >> 20);
+        sep = "; ";
     }
     if (r->need_external) {
-        put(&t, "%sfree at least %s of the %s held outside cca (another process or library)", sep,
-            _cca_fmt_bytes(r->need_external, b[0]), _cca_fmt_bytes(r->external, b[1]));
-        sep = "; and ";
+        put(&t, "%sfree %s of the %s held outside cca", sep, _cca_fmt_bytes(r->need_external, b[0]),
+            _cca_fmt_bytes(r->external, b[1]));
+        sep = "; ";
     }
     if (r->need_cached) {
-        put(&t, "%s%s are cached free but the largest free block is %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
+        put(&t, "%s%s cached free, largest block %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
             _cca_fmt_bytes(r->largest_free, b[1]));
-        sep = "; and ";
+        sep = "; ";
     }
     if (r->need_live) {
-        put(&t, "%sfree at least %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
-        sep = "; and ";
+        put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
+        sep = "; ";
     }
     if (!r->need_cap && !r->need_external && !r->need_cached && !r->need_live)
         put(&t, ", yet the device refused it: its free memory is in pieces");
-    put(&t, "; the largest request that fits now is %s", _cca_fmt_bytes(r->largest_fit, b[0]));
+    put(&t, "; largest request that fits now: %s", _cca_fmt_bytes(r->largest_fit, b[0]));
     if (r->verdict != CCA_OOM_FRAGMENTED || !r->need_cached) return;
     if (max_split == SIZE_MAX && r->rounded > CCA_LARGE_BUFFER)
         put(&t, "; max_split_size_mb:%zu keeps blocks this large whole", r->rounded >> 20);
-    else
+    else if (!r->need_live)
         put(&t, "; free the allocations between free blocks, or allocate long-lived buffers first");
 }
 

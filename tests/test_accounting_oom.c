@@ -87,15 +87,15 @@ Test(oom_report, scattered_holes_are_fragmented)
     cr_assert_eq(r.need_cap + r.need_external + r.need_live, 0);
     cr_assert(r.device_refused && !r.cap_refused);
     cr_assert_eq(r.seq, 1);
-    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 1.00 MiB is free on the device: 30.00 MiB are cached "
-                               "free but the largest free block is 2.00 MiB; the largest request that fits now is 0 B; "
+    cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 1.00 MiB free on the device: 30.00 MiB cached free, "
+                               "largest block 2.00 MiB; largest request that fits now: 0 B; "
                                "free the allocations between free blocks, or allocate long-lived buffers first");
     char *t = text_of(&r);
     cr_assert_eq(lines(t), 3, "%s", t);
     ASSERT_HAS(t, "cca: out of memory on device 0: 4.00 MiB requested (4.00 MiB rounded, large pool, stream 0): fragmented\n");
     ASSERT_HAS(t, "device 61.00 MiB total, 1.00 MiB free, 0 B outside cca; cap none; reserved 60.00 MiB, allocated 30.00 MiB; "
                   "at the request 30.00 MiB cached free, largest free block 2.00 MiB\n");
-    ASSERT_HAS(t, "advice: a new 20.00 MiB segment is needed");
+    ASSERT_HAS(t, "advice: needs a new 20.00 MiB segment");
     free_ok(a, alloc_ok(a, 2 * MiB, NULL));          /* a cached hole serves exactly 2 MiB */
     r = oom_of(a, 2 * MiB + 512);
     cr_assert_eq(r.seq, 2);
@@ -134,8 +134,8 @@ Test(oom_report, new_segment_larger_than_device_free_is_exhausted_when_nothing_i
     cr_assert_eq(r.shortfall, 2 * MiB);
     cr_assert_eq(r.need_live, 2 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB, "1 MiB + 512 B takes a 20 MiB segment too");
-    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 18.00 MiB is free on the device: free at least "
-                               "2.00 MiB of live allocations or lower the batch size; the largest request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 18.00 MiB free on the device: free 2.00 MiB of live "
+                               "allocations or lower the batch size; largest request that fits now: 1.00 MiB");
     free_ok(a, alloc_ok(a, 18 * MiB, NULL));
     free_ok(a, p);
     finish(a);
@@ -157,8 +157,8 @@ Test(oom_report, live_allocations_fill_the_device_exhausted)
     cr_assert_eq(r.shortfall, 16 * MiB, "the whole 20 MiB segment counts");
     cr_assert_eq(r.need_live, 16 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB, "a 1 MiB request gets a 2 MiB small segment");
-    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 4.00 MiB is free on the device: free at least "
-                               "16.00 MiB of live allocations or lower the batch size; the largest request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 4.00 MiB free on the device: free 16.00 MiB of live "
+                               "allocations or lower the batch size; largest request that fits now: 1.00 MiB");
     free_ok(a, alloc_ok(a, 1 * MiB, NULL));
     for (int i = 0; i < 3; i++) free_ok(a, p[i]);
     finish(a);
@@ -199,9 +199,8 @@ Test(oom_report, cap_refuses_while_device_has_room)
     cr_assert_eq(r.shortfall, 2 * MiB);
     cr_assert_eq(r.need_cap, 2 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB, "under the cap 10 MiB are left: a 2 MiB request would need 20 MiB");
-    cr_assert_str_eq(r.advice, "a new 12.00 MiB segment is needed, 79.97 GiB is free on the device and 10.00 MiB under "
-                               "the cap: raise the cap by at least 2.00 MiB to 42.00 MiB (memory_limit_mb:42); the largest "
-                               "request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "needs a new 12.00 MiB segment, 79.97 GiB free on the device, 10.00 MiB under the cap: "
+                               "raise the cap by 2.00 MiB (memory_limit_mb:42); largest request that fits now: 1.00 MiB");
     free_ok(a, alloc_ok(a, 10 * MiB, NULL));
     free_ok(a, p);
     finish(a);
@@ -221,8 +220,8 @@ Test(oom_report, memory_outside_cca_is_external)
     cr_assert_eq(r.shortfall, 16 * MiB);
     cr_assert_eq(r.need_external, 16 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB);
-    cr_assert_str_eq(r.advice, "a new 20.00 MiB segment is needed, 4.00 MiB is free on the device: free at least 16.00 MiB "
-                               "of the 60.00 MiB held outside cca (another process or library); the largest request that fits now is 1.00 MiB");
+    cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 4.00 MiB free on the device: free 16.00 MiB of the "
+                               "60.00 MiB held outside cca; largest request that fits now: 1.00 MiB");
     cr_assert_eq(cudaGetLastError(), cudaSuccess, "the report's cudaMemGetInfo left no error");
     cr_assert_eq(cudaFree(outside), cudaSuccess);
     free_ok(a, alloc_ok(a, 8 * MiB, NULL));

@@ -1,0 +1,230 @@
+/* test_verdicts.c - the OOM verdict as a pure function of figures, on a
+ * table at every boundary; the cases found by careful users, end to end;
+ * and largest_fit acted on: after each OOM, the same calls replayed in a
+ * fresh allocator must serve L and every rounding and segment edge below
+ * it, and refuse L + 1. */
+#include "common.h"
+
+static void setup(void) { cca_sim_reset(); }
+TestSuite(verdicts, .init = setup, .timeout = 120);
+
+/* ---- the pure function, on figures ---------------------------------------- */
+
+typedef struct row {
+    const char *what;
+    size_t S, T, D, R, F, E, C;                       /* segment, total, free, reserved, cached free, outside, cap */
+    cca_oom_verdict_t v;
+    size_t cap, ext, cached, live, shortfall;         /* expected needs */
+} row_t;
+
+#define M MiB
+static const row_t rows[] = {
+    /* a new 2 MiB small segment */
+    { "2M: device free just below", 2*M, 64*M, 2*M-512, 62*M-512, 0, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 512, 512 },
+    { "2M: outside memory covers it", 2*M, 64*M, 1*M, 0, 0, 63*M, 0, CCA_OOM_EXTERNAL, 0, 1*M, 0, 0, 1*M },
+    { "2M: cached free covers it", 2*M, 64*M, 1*M, 63*M, 1*M, 0, 0, CCA_OOM_FRAGMENTED, 0, 0, 1*M, 0, 0 },
+    { "2M: cached free one byte short", 2*M, 64*M, 1*M, 63*M, 1*M-512, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 1*M, 1*M },
+    /* a new 20 MiB segment */
+    { "20M: outside, exactly enough", 20*M, 64*M, 4*M, 0, 0, 60*M, 0, CCA_OOM_EXTERNAL, 0, 16*M, 0, 0, 16*M },
+    { "20M: outside, one step short", 20*M, 64*M, 4*M, 44*M+512, 0, 16*M-512, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 16*M, 16*M },
+    { "20M: cached in the other pool", 20*M, 64*M, 4*M, 60*M, 30*M, 0, 0, CCA_OOM_FRAGMENTED, 0, 0, 16*M, 0, 0 },
+    { "20M: outside preferred to cached", 20*M, 64*M, 4*M, 30*M, 20*M, 30*M, 0, CCA_OOM_EXTERNAL, 0, 16*M, 0, 0, 16*M },
+    { "20M: live only", 20*M, 64*M, 4*M, 60*M, 0, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 16*M, 16*M },
+    /* an oversize segment of the request's own size */
+    { "300M: larger than the device", 300*M, 256*M, 256*M, 0, 0, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 0, 44*M },
+    { "256M: exactly the device, all free", 256*M, 256*M, 250*M, 6*M, 6*M, 0, 0, CCA_OOM_FRAGMENTED, 0, 0, 6*M, 0, 0 },
+    /* the cap */
+    { "cap: device has room", 12*M, 80*M, 50*M, 30*M, 0, 0, 40*M, CCA_OOM_CAP, 2*M, 0, 0, 0, 2*M },
+    { "cap: just fits", 10*M, 80*M, 50*M, 30*M, 0, 0, 40*M, CCA_OOM_FRAGMENTED, 0, 0, 0, 0, 0 },
+    { "cap: smaller than the segment", 42*M, 80*M, 80*M, 0, 0, 0, 40*M, CCA_OOM_CAP, 2*M, 0, 0, 0, 2*M },
+    { "cap and device bind, cached covers both", 20*M, 64*M, 4*M, 40*M, 30*M, 20*M, 50*M, CCA_OOM_FRAGMENTED, 0, 0, 16*M, 0, 0 },
+    { "cap and device bind, live covers both", 20*M, 64*M, 4*M, 40*M, 0, 20*M, 50*M, CCA_OOM_EXHAUSTED, 0, 0, 0, 16*M, 16*M },
+    /* several changes */
+    { "several: live then outside", 20*M, 64*M, 2*M, 10*M, 0, 52*M, 25*M, CCA_OOM_EXTERNAL, 0, 8*M, 0, 10*M, 8*M },
+    { "cap alone though cca holds bytes", 40*M, 100*M, 50*M, 10*M, 4*M, 40*M, 20*M, CCA_OOM_CAP, 30*M, 0, 0, 0, 30*M },
+    { "several: cached, live, then the cap", 40*M, 100*M, 30*M, 10*M, 4*M, 60*M, 20*M, CCA_OOM_CAP, 20*M, 0, 4*M, 6*M, 20*M },
+    { "live alone, just enough", 20*M, 30*M, 2*M, 28*M, 10*M, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 0, 18*M, 18*M },
+    { "several: cached then live", 20*M, 30*M, 2*M, 28*M, 14*M, 0, 0, CCA_OOM_FRAGMENTED, 0, 0, 14*M, 4*M, 0 },
+};
+#undef M
+
+Test(verdicts, the_verdict_table_at_every_boundary)
+{
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const row_t *w = &rows[i];
+        cca_oom_report_t r = { .segment_size = w->S, .rounded = w->S, .device_total = w->T, .device_free = w->D,
+                               .reserved = w->R, .free_cached = w->F, .external = w->E, .cap = w->C,
+                               .largest_fit = 4096 };
+        cca_oom_judge(&r);
+        cr_assert_eq(r.verdict, w->v, "%s: verdict %s", w->what, cca_oom_verdict_string(r.verdict));
+        cr_assert_eq(r.need_cap, w->cap, "%s: need_cap %zu", w->what, r.need_cap);
+        cr_assert_eq(r.need_external, w->ext, "%s: need_external %zu", w->what, r.need_external);
+        cr_assert_eq(r.need_cached, w->cached, "%s: need_cached %zu", w->what, r.need_cached);
+        cr_assert_eq(r.need_live, w->live, "%s: need_live %zu", w->what, r.need_live);
+        cr_assert_eq(r.shortfall, w->shortfall, "%s: shortfall %zu", w->what, r.shortfall);
+        cr_assert(r.advice[0] && strlen(r.advice) < sizeof r.advice - 1, "%s: advice '%s'", w->what, r.advice);
+        /* every needed change is in the advice, with its bytes */
+        if (r.need_cap) cr_assert(strstr(r.advice, "raise the cap"), "%s: %s", w->what, r.advice);
+        if (r.need_external) cr_assert(strstr(r.advice, "outside cca"), "%s: %s", w->what, r.advice);
+        if (r.need_live) cr_assert(strstr(r.advice, "of live allocations"), "%s: %s", w->what, r.advice);
+        if (r.need_cached) cr_assert(strstr(r.advice, "cached free"), "%s: %s", w->what, r.advice);
+    }
+    cca_oom_judge(NULL);
+}
+
+/* ---- the cases found, end to end ----------------------------------------- */
+
+static cca_oom_report_t oom_of(cca_allocator_t *a, size_t size)
+{
+    void *p = (void *)1;
+    cr_assert_eq(cca_malloc(a, &p, size, NULL), CCA_ERROR_OUT_OF_MEMORY, "malloc(%zu)", size);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    return r;
+}
+
+Test(verdicts, memory_held_outside_by_cudamalloc_is_external_not_fragmented)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    void *outside = NULL;
+    cr_assert_eq(cudaMalloc(&outside, 63 * MiB), cudaSuccess);
+    cca_allocator_t *a = make_alloc("");
+    cca_oom_report_t r = oom_of(a, 1 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_EXTERNAL, "%s", cca_oom_verdict_string(r.verdict));
+    cr_assert_eq(r.need_external, 1 * MiB);
+    cr_assert(strstr(r.advice, "free 1.00 MiB of the 63.00 MiB held outside cca"), "%s", r.advice);
+    cudaFree(outside);
+    finish(a);
+}
+
+Test(verdicts, the_verdict_does_not_flip_on_the_request_size)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    void *outside = NULL;
+    cr_assert_eq(cudaMalloc(&outside, 60 * MiB), cudaSuccess);
+    cca_allocator_t *a = make_alloc("");
+    cca_oom_report_t r4 = oom_of(a, 4 * MiB), r8 = oom_of(a, 8 * MiB);
+    cr_assert_eq(r4.verdict, CCA_OOM_EXTERNAL);
+    cr_assert_eq(r8.verdict, CCA_OOM_EXTERNAL);
+    cr_assert_eq(r4.need_external, 16 * MiB);
+    cr_assert_eq(r8.need_external, 16 * MiB);
+    cudaFree(outside);
+    finish(a);
+}
+
+Test(verdicts, live_memory_filling_the_device_is_exhausted)
+{
+    cca_sim_set_capacity(0, 63 * MiB + 512 * KiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p[62];
+    for (int i = 0; i < 62; i++) p[i] = alloc_ok(a, 1 * MiB, NULL);   /* 31 full 2 MiB segments */
+    cca_oom_report_t r = oom_of(a, 1 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED, "%s", cca_oom_verdict_string(r.verdict));
+    cr_assert_eq(r.need_live, 512 * KiB);
+    cr_assert_eq(r.largest_fit, 0);
+    for (int i = 0; i < 62; i++) free_ok(a, p[i]);
+    finish(a);
+}
+
+/* ---- largest_fit, acted on -------------------------------------------------
+ * A scenario builds a state and provokes an OOM; the probe replays it from
+ * a reset simulator (the same calls give the same addresses) and tries one
+ * size. */
+
+typedef struct scenario {
+    const char *conf;
+    size_t capacity, outside;                         /* simulated device, bytes held by a bare cudaMalloc */
+    size_t keep[8], drop[8];                          /* allocated keep[0], drop[0], keep[1], ...; drop[] freed then */
+    size_t oom;                                       /* the failing request */
+} scenario_t;
+
+static cca_allocator_t *build(const scenario_t *sc, cca_oom_report_t *r)
+{
+    cca_sim_reset();
+    cca_sim_set_capacity(0, sc->capacity);
+    void *out = NULL;
+    if (sc->outside) cr_assert_eq(cudaMalloc(&out, sc->outside), cudaSuccess);
+    cca_allocator_t *a = make_alloc(sc->conf);
+    void *d[8] = { 0 };
+    for (int i = 0; i < 8; i++) {
+        if (sc->keep[i]) alloc_ok(a, sc->keep[i], NULL);
+        if (sc->drop[i]) d[i] = alloc_ok(a, sc->drop[i], NULL);
+    }
+    for (int i = 0; i < 8; i++)
+        if (d[i]) free_ok(a, d[i]);
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, sc->oom, NULL), CCA_ERROR_OUT_OF_MEMORY, "the scenario's OOM (%zu)", sc->oom);
+    if (r) cr_assert_eq(cca_last_oom_report(a, r), CCA_OK);
+    return a;
+}
+
+static cca_status_t probe(const scenario_t *sc, size_t size)
+{
+    cca_allocator_t *a = build(sc, NULL);
+    void *p = NULL;
+    cca_status_t s = cca_malloc(a, &p, size, NULL);
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    cca_destroy(a);
+    return s;
+}
+
+static void act_on_largest_fit(const scenario_t *sc, size_t expect)
+{
+    cca_oom_report_t r;
+    cca_destroy(build(sc, &r));
+    cr_assert_eq(r.largest_fit, expect, "largest_fit %zu, expected %zu", r.largest_fit, expect);
+    size_t L = r.largest_fit;
+    const size_t edges[] = { 1, 511, 512, 513, 4096, 1 * MiB - 1, 1 * MiB, 1 * MiB + 1, 2 * MiB, 2 * MiB + 1,
+                             10 * MiB - 1, 10 * MiB, 10 * MiB + 1, 20 * MiB, 32 * MiB, 33 * MiB, 64 * MiB,
+                             128 * MiB, L / 2, L > 512 ? L - 512 : 0, L > 0 ? L - 1 : 0, L };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        if (edges[i] && edges[i] <= L)
+            cr_assert_eq(probe(sc, edges[i]), CCA_OK, "a request of %zu <= largest_fit %zu failed", edges[i], L);
+    cr_assert_eq(probe(sc, L + 1), CCA_ERROR_OUT_OF_MEMORY, "largest_fit %zu is not the largest", L);
+}
+
+Test(verdicts, largest_fit_follows_roundup_power2_divisions)
+{
+    /* 100 MiB device holding 64 MiB: a 40 MiB request fails; 36 MiB rounds
+     * to 48 MiB with two divisions, so 32 MiB is the largest that fits */
+    scenario_t sc = { .conf = "roundup_power2_divisions:2", .capacity = 100 * MiB, .keep = { 64 * MiB }, .oom = 40 * MiB };
+    act_on_largest_fit(&sc, 32 * MiB);
+}
+
+#define FIVE(x) { x, x, x, x, x }
+
+Test(verdicts, largest_fit_is_zero_when_a_small_request_needs_a_segment_that_does_not_fit)
+{
+    /* five cached 2 MiB holes in a 20 MiB segment serve up to 2 MiB, but
+     * 512 B needs a new 2 MiB segment and 1 MiB is free on the device */
+    scenario_t sc = { .capacity = 21 * MiB, .keep = FIVE(2 * MiB), .drop = FIVE(2 * MiB), .oom = 4 * MiB };
+    act_on_largest_fit(&sc, 0);
+    /* with 3 MiB free, small requests get a segment and the holes serve up
+     * to 2 MiB; above that a 20 MiB segment is needed */
+    scenario_t holes = { .capacity = 23 * MiB, .keep = FIVE(2 * MiB), .drop = FIVE(2 * MiB), .oom = 4 * MiB };
+    act_on_largest_fit(&holes, 2 * MiB);
+}
+
+Test(verdicts, largest_fit_under_the_cap_and_with_outside_memory)
+{
+    scenario_t cap = { .conf = "memory_limit_mb:40", .capacity = 1 * GiB, .keep = { 30 * MiB }, .oom = 12 * MiB };
+    act_on_largest_fit(&cap, 1 * MiB);
+    scenario_t ext = { .capacity = 64 * MiB, .outside = 60 * MiB, .oom = 8 * MiB };
+    act_on_largest_fit(&ext, 1 * MiB);
+    scenario_t roomy = { .capacity = 41 * MiB, .drop = { 8 * MiB }, .oom = 42 * MiB };
+    act_on_largest_fit(&roomy, 40 * MiB);
+}
+
+Test(verdicts, largest_fit_with_max_split_size_and_the_lean_preset)
+{
+    /* an oversize cached block serves only requests within 20 MiB below it */
+    scenario_t msz = { .conf = "max_split_size_mb:64", .capacity = 220 * MiB, .keep = { 90 * MiB, 20 * MiB },
+                       .drop = { 100 * MiB }, .oom = 150 * MiB };
+    cca_oom_report_t r;
+    cca_destroy(build(&msz, &r));
+    act_on_largest_fit(&msz, r.largest_fit);
+    cr_assert_geq(r.largest_fit, 10 * MiB);
+    scenario_t lean = { .conf = "preset:lean", .capacity = 61 * MiB, .keep = { 20 * MiB, 20 * MiB, 20 * MiB },
+                        .oom = 4 * MiB };
+    act_on_largest_fit(&lean, 0);
+}
