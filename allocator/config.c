@@ -1,8 +1,12 @@
-/* config.c - the configuration: defaults, PyTorch's "key:value,..." syntax
- * (CCA_CONF), and request rounding (512 B, or roundup_power2_divisions). */
+/* config.c - the configuration: defaults, the one table of keys
+ * (CCA_CONFIG_KEYS in cca.h) with the checks both paths share, PyTorch's
+ * "key:value,..." syntax (CCA_CONF), and request rounding (512 B, or
+ * roundup_power2_divisions). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +14,6 @@
 #include "internal.h"
 
 #define MB ((size_t)1 << 20)
-#define ACCEPTED "accepted keys: max_split_size_mb, roundup_power2_divisions, " \
-                 "garbage_collection_threshold, memory_fraction, memory_limit_mb, " \
-                 "release_before_grow, segment_growth_percent, preset"
 
 static void defaults(cca_config_t *cfg)
 {
@@ -30,43 +31,128 @@ void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
 
 void (cca_config_init)(cca_config_t *cfg) { cca_config_init_sized(cfg, CCA_V1_CONFIG); }
 
+/* ---- the keys: one table, from CCA_CONFIG_KEYS --------------------------- */
+
+enum {
+#define KEY_ENUM_(name, value, range, def, doc) K_##name,
+    CCA_CONFIG_KEYS(KEY_ENUM_)
+#undef KEY_ENUM_
+    K_COUNT
+};
+
+static const cca_config_key_t keys[K_COUNT] = {
+#define KEY_ROW_(name, value, range, def, doc) { #name, value, range, def, doc },
+    CCA_CONFIG_KEYS(KEY_ROW_)
+#undef KEY_ROW_
+};
+
+const cca_config_key_t *cca_config_keys(size_t *count)
+{
+    if (count) *count = K_COUNT;
+    return keys;
+}
+
+#define MIN_FRACTION 0x1p-40                         /* below: not a share of any device */
+#define MAX_DIVISIONS (1u << 20)
+#define MAX_MB ((unsigned long long)(SIZE_MAX / MB))
+
+static bool pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
+
+/* The checks of the struct's fields, shared by both paths: NULL when the
+ * value is good, else what is wrong (naming the key). */
+static const char *check_field(const cca_config_t *c, int k)
+{
+    switch (k) {
+    case K_max_split_size_mb:
+        return c->max_split_size != SIZE_MAX && c->max_split_size <= CCA_LARGE_BUFFER
+             ? "max_split_size_mb (max_split_size) must be above 20 MiB, or unlimited" : NULL;
+    case K_roundup_power2_divisions:
+        for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++)
+            if (!pow2_or_zero(c->roundup_power2_divisions[i]) || c->roundup_power2_divisions[i] > MAX_DIVISIONS)
+                return "roundup_power2_divisions must each be 0 or a power of 2 up to 1048576";
+        return NULL;
+    case K_garbage_collection_threshold:
+        return !(c->garbage_collection_threshold >= 0.0 && c->garbage_collection_threshold < 1.0)
+             ? "garbage_collection_threshold must be in (0, 1), or 0 for off" : NULL;
+    case K_memory_fraction:
+        return !(c->memory_fraction == 0.0 || (c->memory_fraction >= MIN_FRACTION && c->memory_fraction <= 1.0))
+             ? "memory_fraction must be in [2^-40, 1], or 0 for no cap" : NULL;
+    case K_memory_limit_mb:
+        return c->memory_limit && c->memory_limit < CCA_SMALL_BUFFER
+             ? "memory_limit_mb (memory_limit) must be at least 2 MiB, or 0 for no cap" : NULL;
+    case K_release_before_grow:
+        return c->release_before_grow != 0 && c->release_before_grow != 1 ? "release_before_grow must be 0 or 1" : NULL;
+    case K_segment_growth_percent:
+        return c->segment_growth_percent > 1000 ? "segment_growth_percent must be from 0 to 1000" : NULL;
+    default:
+        return NULL;
+    }
+}
+
+cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total)
+{
+    if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
+    for (int k = 0; k < K_COUNT; k++) {
+        const char *why = check_field(c, k);
+        if (why) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
+    }
+    if (device_total && c->memory_fraction > 0.0 && c->memory_fraction * (double)device_total < (double)CCA_SMALL_BUFFER)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+                         "cca_create: memory_fraction %g of device %d's %zu bytes leaves no room for one 2 MiB segment",
+                         c->memory_fraction, c->device, device_total);
+    return CCA_OK;
+}
+
+/* ---- the string: tokens of any length, parsed in a copy -------------------- */
+
 typedef struct parser {
-    const char *p;                  /* cursor */
     char *err;
     size_t err_len;
+    bool given[K_COUNT];                              /* set explicitly in this string */
 } parser_t;
 
-static cca_status_t bad(parser_t *ps, const char *fmt, const char *a, const char *b)
+/* A token as an error message shows it: at most 40 characters. */
+static const char *shown(const char *tok, char out[64])
 {
-    char text[400];
-    snprintf(text, sizeof text, fmt, a, b);
+    size_t n = strlen(tok);
+    if (n <= 40) return tok;
+    snprintf(out, 64, "%.24s...(%zu chars)", tok, n);
+    return out;
+}
+
+static cca_status_t bad(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cca_status_t bad(parser_t *ps, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
     if (ps->err && ps->err_len) snprintf(ps->err, ps->err_len, "%s", text);
     return _cca_fail(CCA_ERROR_INVALID_CONFIG, "%s", text);
 }
 
-static void skip_space(parser_t *ps) { while (isspace((unsigned char)*ps->p)) ps->p++; }
-
-/* Copies the next token (up to one of `stops`) into buf. */
-static size_t token(parser_t *ps, char *buf, size_t len, const char *stops)
+static char *trim(char *s)
 {
-    skip_space(ps);
-    size_t n = 0;
-    while (*ps->p && !strchr(stops, *ps->p)) {
-        if (n + 1 < len) buf[n++] = *ps->p;
-        ps->p++;
-    }
-    while (n && isspace((unsigned char)buf[n - 1])) n--;
-    buf[n] = 0;
-    return n;
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    return s;
 }
 
+/* Digits only (leading zeros are fine), no overflow. */
 static bool parse_u64(const char *s, unsigned long long *out)
 {
-    if (!*s || !isdigit((unsigned char)*s)) return false;
-    char *end;
-    errno = 0;
-    *out = strtoull(s, &end, 10);
-    return errno == 0 && *end == 0;
+    if (!*s) return false;
+    unsigned long long v = 0;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s)) return false;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (ULLONG_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
 }
 
 static bool parse_double(const char *s, double *out)
@@ -85,8 +171,6 @@ static bool parse_bool(const char *s, int *out)
     return false;
 }
 
-static bool pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
-
 static int interval_of_mb(unsigned long long mb)
 {
     int idx = 0;
@@ -94,91 +178,161 @@ static int interval_of_mb(unsigned long long mb)
     return idx;                     /* log2(mb), clamped */
 }
 
-/* "[256:1,512:2,>:4]": key in MB (a power of 2) or ">" for the rest. */
-static cca_status_t parse_division_list(parser_t *ps, cca_config_t *c)
+/* "256:1,512:2,>:4" (the list without its brackets): MB (a power of 2,
+ * increasing, each once) or ">" (once, last) for the rest. */
+static cca_status_t parse_division_list(parser_t *ps, char *list, cca_config_t *c)
 {
-    char k[64], v[64];
+    char sh[64];
     int next = 0;                   /* first interval not yet given a value */
-    bool any = false;
-    ps->p++;                        /* '[' */
-    for (;;) {
-        token(ps, k, sizeof k, ":,]");
-        if (*ps->p != ':') return bad(ps, "roundup_power2_divisions: expected 'MB:divisions' in the list, got '%s'%s", k, "");
-        ps->p++;
-        token(ps, v, sizeof v, ",]");
+    bool any = false, rest = false;
+    if (!*trim(list)) return bad(ps, "roundup_power2_divisions: the list [] is empty");
+    for (char *item = list, *end; item; item = end) {
+        end = strchr(item, ',');
+        if (end) *end++ = 0;
+        char *colon = strchr(item, ':');
+        if (!colon) return bad(ps, "roundup_power2_divisions: expected 'MB:divisions' in the list, got '%s'", shown(trim(item), sh));
+        *colon = 0;
+        char *k = trim(item), *v = trim(colon + 1);
         unsigned long long mb = 0, div;
-        if (!parse_u64(v, &div) || !pow2_or_zero(div) || div > (1u << 20))
-            return bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2%s", v, "");
+        if (!parse_u64(v, &div) || !pow2_or_zero(div) || div > MAX_DIVISIONS)
+            return bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2 up to 1048576", shown(v, sh));
+        if (rest) return bad(ps, "roundup_power2_divisions: '%s' after '>', which must come last and once", shown(k, sh));
         if (strcmp(k, ">") == 0) {
             for (int i = next; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)div;
             next = CCA_ROUNDUP_INTERVALS;
+            rest = true;
         } else {
             if (!parse_u64(k, &mb) || mb == 0 || !pow2_or_zero(mb))
-                return bad(ps, "roundup_power2_divisions: interval '%s' must be a power of 2 (MB) or '>'%s", k, "");
+                return bad(ps, "roundup_power2_divisions: interval '%s' must be a power of 2 (MB) or '>'", shown(k, sh));
             int idx = interval_of_mb(mb);
             if (any && idx < next)
-                return bad(ps, "roundup_power2_divisions: interval '%s' is not in increasing order%s", k, "");
+                return bad(ps, "roundup_power2_divisions: interval '%s' is repeated or not in increasing order", shown(k, sh));
             for (int i = any ? next : 0; i <= idx; i++) c->roundup_power2_divisions[i] = (unsigned)div;
             next = idx + 1;
         }
         any = true;
-        skip_space(ps);
-        if (*ps->p == ']') { ps->p++; return CCA_OK; }
-        if (*ps->p != ',') return bad(ps, "roundup_power2_divisions: missing ']'%s%s", "", "");
-        ps->p++;
     }
+    return CCA_OK;
 }
 
-static cca_status_t parse_value(parser_t *ps, const char *key, cca_config_t *c)
+/* Whether preset `name` sets key k. */
+static bool preset_sets(const char *name, int k)
 {
-    char v[64];
-    skip_space(ps);
-    if (strcmp(key, "roundup_power2_divisions") == 0 && *ps->p == '[')
-        return parse_division_list(ps, c);
-    token(ps, v, sizeof v, ",");
+    if (!strcmp(name, "pytorch")) return k != K_preset;
+    return k == K_release_before_grow || k == K_max_split_size_mb || k == K_segment_growth_percent;
+}
+
+static cca_status_t apply(parser_t *ps, int k, char *v, cca_config_t *c)
+{
+    char sh[64];
     unsigned long long u;
     double d;
-    if (strcmp(key, "max_split_size_mb") == 0) {
-        if (!parse_u64(v, &u) || u <= CCA_LARGE_BUFFER / MB || u > (SIZE_MAX / MB))
-            return bad(ps, "max_split_size_mb: '%s' must be an integer above 20 (MB)%s", v, "");
+    switch (k) {
+    case K_max_split_size_mb:
+        if (!parse_u64(v, &u) || u <= CCA_LARGE_BUFFER / MB || u > MAX_MB)
+            return bad(ps, "max_split_size_mb: '%s' must be an integer above 20 (MiB)", shown(v, sh));
         c->max_split_size = (size_t)u * MB;
-    } else if (strcmp(key, "roundup_power2_divisions") == 0) {
-        if (!parse_u64(v, &u) || !pow2_or_zero(u) || u > (1u << 20))
-            return bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2, or a list [MB:N,...,>:N]%s", v, "");
+        break;
+    case K_roundup_power2_divisions:
+        if (*v == '[') {
+            size_t n = strlen(v);
+            if (v[n - 1] != ']') return bad(ps, "roundup_power2_divisions: missing ']' in '%s'", shown(v, sh));
+            v[n - 1] = 0;
+            return parse_division_list(ps, v + 1, c);
+        }
+        if (!parse_u64(v, &u) || !pow2_or_zero(u) || u > MAX_DIVISIONS)
+            return bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
+                       shown(v, sh));
         for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)u;
-    } else if (strcmp(key, "garbage_collection_threshold") == 0) {
+        break;
+    case K_garbage_collection_threshold:
         if (!parse_double(v, &d) || d <= 0.0 || d >= 1.0)
-            return bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)%s", v, "");
+            return bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)", shown(v, sh));
         c->garbage_collection_threshold = d;
-    } else if (strcmp(key, "memory_fraction") == 0) {
-        if (!parse_double(v, &d) || d <= 0.0 || d > 1.0)
-            return bad(ps, "memory_fraction: '%s' must be a number in (0, 1]%s", v, "");
+        break;
+    case K_memory_fraction:
+        if (!parse_double(v, &d) || d < MIN_FRACTION || d > 1.0)
+            return bad(ps, "memory_fraction: '%s' must be a number in [2^-40, 1]", shown(v, sh));
         c->memory_fraction = d;
-    } else if (strcmp(key, "memory_limit_mb") == 0) {
-        if (!parse_u64(v, &u) || u == 0 || u > (SIZE_MAX / MB))
-            return bad(ps, "memory_limit_mb: '%s' must be a positive integer (MB)%s", v, "");
+        break;
+    case K_memory_limit_mb:
+        if (!parse_u64(v, &u) || u < CCA_SMALL_BUFFER / MB || u > MAX_MB)
+            return bad(ps, "memory_limit_mb: '%s' must be an integer of at least 2 (MiB)", shown(v, sh));
         c->memory_limit = (size_t)u * MB;
-    } else if (strcmp(key, "preset") == 0) {
-        if (strcmp(v, "pytorch") == 0) {
+        break;
+    case K_release_before_grow:
+        if (!parse_bool(v, &c->release_before_grow))
+            return bad(ps, "release_before_grow: '%s' must be True or False", shown(v, sh));
+        break;
+    case K_segment_growth_percent:
+        if (!parse_u64(v, &u) || u > 1000)
+            return bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000", shown(v, sh));
+        c->segment_growth_percent = (size_t)u;
+        break;
+    case K_preset:
+        if (strcmp(v, "pytorch") && strcmp(v, "lean"))
+            return bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)", shown(v, sh));
+        for (int j = 0; j < K_COUNT; j++)
+            if (ps->given[j] && preset_sets(v, j))
+                return bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
+        if (!strcmp(v, "pytorch")) {
             int device = c->device;
             defaults(c);
             c->device = device;
-        } else if (strcmp(v, "lean") == 0) {
+        } else {
             c->release_before_grow = 1;
             c->max_split_size = CCA_LEAN_MAX_SPLIT;
             c->segment_growth_percent = CCA_LEAN_GROWTH_PERCENT;
-        } else {
-            return bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)%s", v, "");
         }
-    } else if (strcmp(key, "release_before_grow") == 0) {
-        if (!parse_bool(v, &c->release_before_grow))
-            return bad(ps, "release_before_grow: '%s' must be True or False%s", v, "");
-    } else if (strcmp(key, "segment_growth_percent") == 0) {
-        if (!parse_u64(v, &u) || u > 1000)
-            return bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000%s", v, "");
-        c->segment_growth_percent = (size_t)u;
-    } else {
-        return bad(ps, "unknown key '%s'; %s", key, ACCEPTED);
+        break;
+    }
+    return CCA_OK;
+}
+
+static int key_index(const char *name)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (!strcmp(keys[k].name, name)) return k;
+    return -1;
+}
+
+/* The next entry of *at: "key:value" up to a ',' outside brackets. */
+static char *next_entry(char **at)
+{
+    char *s = *at, *p = s;
+    int depth = 0;
+    for (; *p; p++) {
+        if (*p == '[') depth++;
+        else if (*p == ']' && depth) depth--;
+        else if (*p == ',' && !depth) break;
+    }
+    if (*p) *p++ = 0;
+    *at = p;
+    return s;
+}
+
+static cca_status_t parse_all(parser_t *ps, char *text, cca_config_t *c)
+{
+    char sh[64], accepted[300] = "";
+    for (int k = 0; k < K_COUNT; k++)
+        snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), "%s%s", k ? ", " : "", keys[k].name);
+    for (char *at = text; *at;) {
+        char *entry = next_entry(&at), *colon = strchr(entry, ':');
+        if (colon) *colon = 0;
+        char *key = trim(entry);
+        if (!*key && !colon) continue;                /* "a:1,,b:2" and a trailing comma */
+        if (!*key) return bad(ps, "an entry has no key (':%s'); accepted keys: %s", shown(trim(colon + 1), sh), accepted);
+        int k = key_index(key);
+        if (k < 0) return bad(ps, "unknown key '%s'; accepted keys: %s", shown(key, sh), accepted);
+        if (!colon) return bad(ps, "'%s' has no value (expected key:value)", key);
+        char *v = trim(colon + 1);
+        if (!*v) return bad(ps, "%s: the value is empty", key);
+        if (ps->given[k]) return bad(ps, "%s is given twice", key);
+        if (k != K_roundup_power2_divisions && (strchr(v, '[') || strchr(v, ']')))
+            return bad(ps, "%s: '%s' is not a value of this key", key, shown(v, sh));
+        cca_status_t st = apply(ps, k, v, c);
+        if (st != CCA_OK) return st;
+        ps->given[k] = true;
     }
     return CCA_OK;
 }
@@ -207,23 +361,14 @@ cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const ch
 static cca_status_t parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
 {
     if (!conf) return CCA_OK;
+    parser_t ps = { .err = err, .err_len = err_len };
+    char *text = strdup(conf);
+    if (!text) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_config_parse: out of host memory");
     cca_config_t c = *cfg;
-    parser_t ps = { conf, err, err_len };
-    for (;;) {
-        char key[64];
-        skip_space(&ps);
-        if (!*ps.p) break;
-        if (*ps.p == ',') { ps.p++; continue; }
-        token(&ps, key, sizeof key, ":,");
-        if (*ps.p != ':') return bad(&ps, "'%s' has no value (expected key:value); %s", key, ACCEPTED);
-        ps.p++;
-        cca_status_t s = parse_value(&ps, key, &c);
-        if (s != CCA_OK) return s;
-        skip_space(&ps);
-        if (*ps.p && *ps.p != ',') return bad(&ps, "unexpected '%s' after the value of %s", ps.p, key);
-    }
-    *cfg = c;
-    return CCA_OK;
+    cca_status_t s = parse_all(&ps, text, &c);
+    free(text);
+    if (s == CCA_OK) *cfg = c;
+    return s;
 }
 
 static int roundup_interval(size_t size)

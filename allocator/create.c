@@ -6,23 +6,6 @@
 
 static _Atomic uint64_t next_allocator_id = 1;
 
-static cca_status_t check_config(const cca_config_t *c)
-{
-    if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
-    if (!(c->garbage_collection_threshold >= 0.0 && c->garbage_collection_threshold < 1.0))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: garbage_collection_threshold must be in [0, 1)");
-    if (!(c->memory_fraction >= 0.0 && c->memory_fraction <= 1.0))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: memory_fraction must be in [0, 1]");
-    if (c->max_split_size <= CCA_LARGE_BUFFER)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: max_split_size must be above 20 MiB");
-    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) {
-        unsigned d = c->roundup_power2_divisions[i];
-        if (d & (d - 1))
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: roundup_power2_divisions must be 0 or powers of 2");
-    }
-    return CCA_OK;
-}
-
 /* The effective cap from the configuration's fraction and limit (the
  * smaller wins), and whether garbage collection runs (it needs a cap). */
 static void set_cap(cca_allocator_t *a)
@@ -70,7 +53,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     cca_config_t c;
     cca_config_init(&c);
     if (cfg) memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);   /* fields it lacks keep their defaults */
-    cca_status_t s = check_config(&c);
+    cca_status_t s = _cca_config_check(&c, 0);
     if (s != CCA_OK) return s;
     cca_allocator_t *a = calloc(1, sizeof *a);
     if (!a) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
@@ -79,7 +62,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     a->cfg = c;
     a->plain_rounding = true;
     for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
-    if ((s = device_total(a, &a->device_total)) != CCA_OK) {
+    if ((s = device_total(a, &a->device_total)) != CCA_OK || (s = _cca_config_check(&c, a->device_total)) != CCA_OK) {
         free(a);
         return s;
     }

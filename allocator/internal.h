@@ -314,7 +314,8 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((form
 void         _cca_clear_error(void);
 
 /* config.c */
-size_t _cca_round_size(const cca_config_t *cfg, size_t size);
+size_t       _cca_round_size(const cca_config_t *cfg, size_t size);
+cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total);   /* 0: the device is not known yet */
 
 /* alloc.c: the public calls and the all-locked path. */
 void   _cca_lock_all(cca_allocator_t *a);

@@ -107,15 +107,44 @@ CCA_API void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size);
 CCA_API void (cca_config_init)(cca_config_t *cfg);
 #define cca_config_init(cfg) cca_config_init_sized((cfg), sizeof(cca_config_t))
 
-/* Applies a "key:value,key:value" string (PyTorch's syntax) on top of cfg.
- * Keys: max_split_size_mb, roundup_power2_divisions (N or [MB:N,...,>:N]),
- * garbage_collection_threshold, memory_fraction, memory_limit_mb,
- * release_before_grow (True/False), segment_growth_percent, and
- * preset (pytorch: the defaults; lean: release_before_grow:True,
- * max_split_size_mb:128, segment_growth_percent:10), applied in order.
- * CCA_ERROR_INVALID_CONFIG with the reason in err (and in
- * cca_last_error_string()) on an unknown key or bad value; cfg is then
- * unchanged. NULL or "" changes nothing. */
+/* The configuration keys of cca_config_parse and CCA_CONF, declared once:
+ * X(name, value, range, default, meaning). The parser, the validation of
+ * both the string and the struct path, the error messages, the exported
+ * table (cca_config_keys) and README's table all follow this list. */
+#define CCA_CONFIG_KEYS(X) \
+    X(max_split_size_mb, "integer (MiB)", "21 .. 17592186044415", "unlimited", \
+      "blocks this large are never split") \
+    X(roundup_power2_divisions, "N, or [MB:N,...,>:N]", "each N 0 or a power of 2 up to 1048576; MB a power of 2", "0", \
+      "round requests up to N steps per power-of-two interval (per interval from 1 MiB: PyTorch's rule)") \
+    X(garbage_collection_threshold, "number", "(0, 1)", "off", \
+      "with a cap, release unused cached segments, the longest unused first, once reserved passes this share of the cap") \
+    X(memory_fraction, "number", "[2^-40, 1], and at least one 2 MiB segment of the device", "no cap", \
+      "cap as a share of the device's memory (the smaller cap wins)") \
+    X(memory_limit_mb, "integer (MiB)", "2 .. 17592186044415", "no cap", \
+      "cap in MiB (the smaller cap wins)") \
+    X(release_before_grow, "True or False", "True, False, 1, 0", "False", \
+      "before a new segment would raise the reserved peak, return unused cached segments (largest first)") \
+    X(segment_growth_percent, "integer", "0 .. 1000", "0", \
+      "new segments are at least this share of the pool's reserved bytes") \
+    X(preset, "name", "pytorch, lean", "pytorch", \
+      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128,segment_growth_percent:10")
+
+typedef struct cca_config_key {
+    const char *name, *value, *range, *default_value, *doc;
+} cca_config_key_t;
+
+/* The keys above as a table; *count (may be NULL) gets how many. */
+CCA_API const cca_config_key_t *cca_config_keys(size_t *count);
+
+/* Applies a "key:value,key:value" string (PyTorch's syntax) on top of cfg,
+ * the keys in CCA_CONFIG_KEYS, in order. No length limit: a long value is
+ * read whole or refused. A key may appear once; a key after a preset
+ * refines it (preset:lean,max_split_size_mb:256), but a key before a
+ * preset that the preset sets again is an error, as is any key twice.
+ * In a roundup_power2_divisions list each interval (and '>') appears once,
+ * in increasing order. CCA_ERROR_INVALID_CONFIG with the reason, naming the
+ * key, in err (and in cca_last_error_string()) on an unknown key or a bad
+ * value; cfg is then unchanged. NULL or "" changes nothing. */
 CCA_API cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err,
                                             size_t err_len);
 CCA_API cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, size_t err_len);

@@ -1,5 +1,7 @@
 /* test_config.c - CCA_CONF / cca_config_parse, rounding, and the default
  * per-device allocators. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "common.h"
 
@@ -166,4 +168,180 @@ Test(config, default_allocator_with_bad_cca_conf_fails)
     cr_assert(strstr(cca_last_error_string(), "CCA_CONF") != NULL);
     cr_assert(strstr(cca_last_error_string(), "max_split_size_mb") != NULL);
     cr_assert_eq(cca_default(0, &a), CCA_ERROR_INVALID_CONFIG, "still refused");
+}
+
+/* ---- configuration that never lies ---------------------------------------- */
+
+static char *repeat(const char *head, char c, int n, const char *tail)
+{
+    size_t hl = strlen(head), tl = strlen(tail);
+    char *s = malloc(hl + (size_t)n + tl + 1);
+    cr_assert_not_null(s);
+    memcpy(s, head, hl);
+    memset(s + hl, c, (size_t)n);
+    memcpy(s + hl + (size_t)n, tail, tl + 1);
+    return s;
+}
+
+Test(config, long_values_are_read_whole)
+{
+    cca_config_t c;
+    cca_config_init(&c);
+    char err[256];
+    char *s = repeat("memory_limit_mb:", '0', 62, "15");
+    cr_assert_eq(cca_config_parse(&c, s, err, sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c.memory_limit, 15 * MiB, "read as %zu", c.memory_limit);
+    free(s);
+    s = repeat("roundup_power2_divisions:", '0', 70, "4");
+    cr_assert_eq(cca_config_parse(&c, s, err, sizeof err), CCA_OK, "%s", err);
+    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) cr_assert_eq(c.roundup_power2_divisions[i], 4);
+    free(s);
+    s = repeat("max_split_size_mb:", ' ', 200, "64   ");           /* padding is only padding */
+    cr_assert_eq(cca_config_parse(&c, s, err, sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c.max_split_size, 64 * MiB);
+    free(s);
+}
+
+/* Each bad string: CCA_ERROR_INVALID_CONFIG, a text naming the problem, the config unchanged. */
+Test(config, the_bad_string_table)
+{
+    char *pad_garbage = repeat("memory_limit_mb:100", ' ', 70, "garbage");
+    char *pad_junk = repeat("preset:lean", ' ', 70, "junk");
+    char *long_key = repeat("memory_limit_mb", 'x', 70, ":100");
+    char *long_val = repeat("max_split_size_mb:", '9', 100, "");
+    struct { const char *conf, *mention; } bad[] = {
+        { pad_garbage, "memory_limit_mb" }, { pad_garbage, "must be an integer" },
+        { pad_junk, "preset" }, { pad_junk, "chars" },
+        { long_key, "unknown key 'memory_limit_mbxxxxxxxxx" },
+        { long_val, "max_split_size_mb" },
+        { "roundup_power2_divisions:[>:2,>:4]", "'>'" },
+        { "roundup_power2_divisions:[64:2,64:4]", "repeated" },
+        { "roundup_power2_divisions:[64:2,32:4]", "increasing" },
+        { "roundup_power2_divisions:[64:2,>:4,128:8]", "after '>'" },
+        { "roundup_power2_divisions:[]", "empty" },
+        { "roundup_power2_divisions:[64:2", "missing ']'" },
+        { "roundup_power2_divisions:[64:2,", "missing ']'" },
+        { "roundup_power2_divisions:[64:2,,>:4]", "MB:divisions" },
+        { "roundup_power2_divisions:2097152", "1048576" },
+        { "memory_fraction:1e-300", "2^-40" },
+        { "memory_fraction:nan", "memory_fraction" },
+        { "memory_fraction:inf", "memory_fraction" },
+        { "memory_fraction:-0.5", "memory_fraction" },
+        { "garbage_collection_threshold:-inf", "garbage_collection_threshold" },
+        { "max_split_size_mb:-64", "-64" },
+        { "max_split_size_mb:18446744073709551616", "max_split_size_mb" },
+        { "memory_limit_mb:1", "at least 2" },
+        { "memory_limit_mb:17592186044416", "memory_limit_mb" },
+        { "segment_growth_percent:1001", "segment_growth_percent" },
+        { "segment_growth_percent:99999999999999999999999999", "segment_growth_percent" },
+        { ":64", "no key" },
+        { " : ", "no key" },
+        { "max_split_size_mb:", "empty" },
+        { "max_split_size_mb", "no value" },
+        { "max_split_size_mb:64,max_split_size_mb:128", "given twice" },
+        { "preset:lean,preset:lean", "given twice" },
+        { "max_split_size_mb:256,preset:lean", "before preset:lean" },
+        { "memory_limit_mb:64,preset:pytorch", "before preset:pytorch" },
+        { "release_before_grow:yes", "True or False" },
+        { "memory_limit_mb:[64]", "not a value" },
+        { "preset:lean]", "not a value" },
+        { "MAX_SPLIT_SIZE_MB:64", "unknown key" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_bad(bad[i].conf, bad[i].mention);
+    free(pad_garbage);
+    free(pad_junk);
+    free(long_key);
+    free(long_val);
+}
+
+Test(config, presets_are_refined_by_later_keys)
+{
+    cca_config_t c;
+    cca_config_init(&c);
+    char err[256];
+    cr_assert_eq(cca_config_parse(&c, "preset:lean,max_split_size_mb:256", err, sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c.max_split_size, 256 * MiB);
+    cr_assert_eq(c.release_before_grow, 1);
+    cr_assert_eq(c.segment_growth_percent, 10);
+    cr_assert_eq(cca_config_parse(&c, "memory_limit_mb:64,preset:lean", err, sizeof err), CCA_OK,
+                 "lean does not set the cap: %s", err);
+    cr_assert_eq(cca_config_parse(&c, "preset:pytorch,memory_fraction:0.5,roundup_power2_divisions:[64:2,>:4]", err,
+                                  sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c.max_split_size, SIZE_MAX);
+    cr_assert_eq(c.memory_fraction, 0.5);
+}
+
+Test(config, the_struct_path_checks_every_field)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_config_t c;
+    cca_allocator_t *a = (cca_allocator_t *)1;
+#define EXPECT_REFUSED(stmt, mention) do { \
+        cca_config_init(&c); stmt; a = (cca_allocator_t *)1; \
+        cr_assert_eq(cca_create(&c, &a), CCA_ERROR_INVALID_ARGUMENT, #stmt " accepted"); \
+        cr_assert_null(a); \
+        cr_assert(strstr(cca_last_error_string(), mention), #stmt ": '%s'", cca_last_error_string()); \
+    } while (0)
+    EXPECT_REFUSED(c.segment_growth_percent = SIZE_MAX, "segment_growth_percent");
+    EXPECT_REFUSED(c.segment_growth_percent = 1001, "segment_growth_percent");
+    EXPECT_REFUSED(c.max_split_size = 20 * MiB, "max_split_size");
+    EXPECT_REFUSED(c.roundup_power2_divisions[3] = 3, "roundup_power2_divisions");
+    EXPECT_REFUSED(c.roundup_power2_divisions[0] = 1u << 21, "roundup_power2_divisions");
+    EXPECT_REFUSED(c.garbage_collection_threshold = 1.0, "garbage_collection_threshold");
+    EXPECT_REFUSED(c.garbage_collection_threshold = __builtin_nan(""), "garbage_collection_threshold");
+    EXPECT_REFUSED(c.memory_fraction = 1e-300, "memory_fraction");
+    EXPECT_REFUSED(c.memory_fraction = __builtin_inf(), "memory_fraction");
+    EXPECT_REFUSED(c.memory_fraction = 0.01, "memory_fraction");   /* 0.64 MiB of this 64 MiB device */
+    EXPECT_REFUSED(c.memory_limit = 1 * MiB, "memory_limit");
+    EXPECT_REFUSED(c.release_before_grow = 2, "release_before_grow");
+    EXPECT_REFUSED(c.device = -1, "device");
+#undef EXPECT_REFUSED
+    cca_config_init(&c);
+    c.memory_fraction = 1.0 / 32;                     /* exactly 2 MiB of 64 MiB: enough */
+    cr_assert_eq(cca_create(&c, &a), CCA_OK, "%s", cca_last_error_string());
+    cca_destroy(a);
+}
+
+Test(config, a_bad_cca_conf_is_refused_with_its_reason)
+{
+    char *s = repeat("memory_limit_mb:100", ' ', 70, "garbage");
+    setenv("CCA_CONF", s, 1);
+    free(s);
+    cca_allocator_t *a = (cca_allocator_t *)1;
+    cr_assert_eq(cca_default(0, &a), CCA_ERROR_INVALID_CONFIG);
+    cr_assert_null(a);
+    cr_assert(strstr(cca_last_error_string(), "CCA_CONF: memory_limit_mb"), "%s", cca_last_error_string());
+}
+
+/* README's configuration table lists exactly the keys of CCA_CONFIG_KEYS. */
+Test(config, readme_lists_exactly_the_keys)
+{
+    const char *root = getenv("CCA_SOURCE_ROOT");
+    if (!root) cr_skip_test("CCA_SOURCE_ROOT is not set");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/README.md", root);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    char line[1024];
+    bool in = false;
+    size_t n_keys = 0, found = 0;
+    const cca_config_key_t *keys = cca_config_keys(&n_keys);
+    bool seen[64] = { false };
+    cr_assert_leq(n_keys, 64);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "## ", 3)) in = strstr(line, "Configuration") != NULL;
+        if (!in || strncmp(line, "| `", 3) != 0) continue;
+        char *end = strchr(line + 3, '`');
+        cr_assert_not_null(end);
+        *end = 0;
+        size_t k = 0;
+        while (k < n_keys && strcmp(keys[k].name, line + 3)) k++;
+        cr_assert_lt(k, n_keys, "README lists '%s', which is not a configuration key", line + 3);
+        cr_assert(!seen[k], "README lists '%s' twice", line + 3);
+        seen[k] = true;
+        found++;
+    }
+    fclose(f);
+    for (size_t k = 0; k < n_keys; k++) cr_assert(seen[k], "README does not list the key '%s'", keys[k].name);
+    cr_assert_eq(found, n_keys);
 }
