@@ -19,9 +19,14 @@ cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
     return e;
 }
 
+/* The caller's current device is the caller's: a failed restore is tried
+ * again (a transient failure must not leave it on ours). */
 void _cca_device_leave(dev_guard_t *g)
 {
-    if (g->switched && cudaSetDevice(g->prev) != cudaSuccess) _cca_clear_error();
+    for (int tries = 0; g->switched && tries < 3; tries++) {
+        if (cudaSetDevice(g->prev) == cudaSuccess) return;
+        _cca_clear_error();
+    }
 }
 
 /* ---- sizes ------------------------------------------------------------- */

@@ -25,7 +25,10 @@ static uint64_t per_thread_key(int device)
         switched = e == cudaSuccess;
     }
     if (e == cudaSuccess) e = cudaStreamGetId(cudaStreamPerThread, &id);
-    if (switched && cudaSetDevice(cur) != cudaSuccess) _cca_clear_error();
+    for (int tries = 0; switched && tries < 3; tries++) {   /* the caller's device is the caller's */
+        if (cudaSetDevice(cur) == cudaSuccess) break;
+        _cca_clear_error();
+    }
     if (e != cudaSuccess) {
         _cca_clear_error();
         return 0;                           /* caller reports the failure */

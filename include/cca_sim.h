@@ -42,6 +42,14 @@ void          cca_sim_stream_hold(cudaStream_t s);
 void          cca_sim_stream_release(cudaStream_t s);
 /* The call to api that follows `after` more successful ones fails once with err. */
 void          cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err);
+/* The k-th runtime call from now (k >= 1; 1: the next), of any API that can
+ * fail - all but cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString
+ * and cudaGetErrorName, which never fail in the runtime - fails once with
+ * err, from whichever thread makes it. k = 0 or cudaSuccess disarms. For
+ * sweeping a fault over every call of a scenario. (contract) */
+void          cca_sim_fail_nth(unsigned long k, cudaError_t err);
+/* Calls left before the armed cca_sim_fail_nth fires (0: it fired or none is armed). */
+unsigned long cca_sim_fail_nth_left(void);
 /* Calls made to api since the last reset, failed calls included. */
 unsigned long cca_sim_calls(cca_sim_api_t api);
 /* Busy-wait ns per call of api, outside the simulator's lock, to model real costs. */

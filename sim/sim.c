@@ -86,6 +86,8 @@ static struct {
     _Atomic uint64_t gen;           /* world generation, bumped by cca_sim_reset */
     _Atomic int ndev;
     _Atomic int nfaults;            /* armed faults, to skip the check cheaply */
+    _Atomic long nth_left;          /* cca_sim_fail_nth: failable calls until the one that fails; 0: off */
+    _Atomic int nth_err;
     int nheld;                      /* streams held (zombies included) */
     unsigned nzombies;
     uint64_t next_uid;
@@ -119,6 +121,7 @@ typedef struct tls {
     uint64_t gen;                   /* world this state belongs to */
     int dev;
     cudaError_t err;
+    cudaError_t forced;             /* cca_sim_fail_nth chose this thread's current call */
     uint32_t ptds[MAX_DEVICES];     /* per-thread default stream slots */
 } tls_t;
 
@@ -131,6 +134,7 @@ static void tls_renew(uint64_t gen)
     tls.gen = gen;
     tls.dev = 0;
     tls.err = cudaSuccess;
+    tls.forced = cudaSuccess;
     for (int i = 0; i < MAX_DEVICES; i++) tls.ptds[i] = NO_SLOT;
 }
 
@@ -159,9 +163,21 @@ static void spin_ns(unsigned long ns)
     } while ((unsigned long)((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec)) < ns);
 }
 
+/* cca_sim_fail_nth: whether this call (one that can fail) is the chosen one. */
+static void count_nth(void)
+{
+    long left = atomic_load_explicit(&g.nth_left, memory_order_relaxed);
+    while (left > 0 && !atomic_compare_exchange_weak_explicit(&g.nth_left, &left, left - 1, memory_order_relaxed,
+                                                              memory_order_relaxed)) {}
+    if (left == 1) me()->forced = (cudaError_t)atomic_load_explicit(&g.nth_err, memory_order_relaxed);
+}
+
 static inline void enter(cca_sim_api_t api)
 {
     atomic_fetch_add_explicit(&g.calls[api].v, 1, memory_order_relaxed);
+    if (api != CCA_SIM_GET_ERROR_STRING && api != CCA_SIM_GET_ERROR_NAME && api != CCA_SIM_GET_LAST_ERROR &&
+        api != CCA_SIM_PEEK_AT_LAST_ERROR && atomic_load_explicit(&g.nth_left, memory_order_relaxed) > 0)
+        count_nth();
     unsigned long ns = atomic_load_explicit(&g.latency[api], memory_order_relaxed);
     if (ns) spin_ns(ns);
 }
@@ -169,6 +185,12 @@ static inline void enter(cca_sim_api_t api)
 /* Under the lock: the error to inject into this call, or cudaSuccess. */
 static cudaError_t fault_now(cca_sim_api_t api)
 {
+    tls_t *t = me();
+    if (t->forced) {                                  /* cca_sim_fail_nth's call */
+        cudaError_t e = t->forced;
+        t->forced = cudaSuccess;
+        return e;
+    }
     if (!g.fault_err[api] || g.fault_left[api] != 0) return cudaSuccess;
     cudaError_t e = g.fault_err[api];
     g.fault_err[api] = cudaSuccess;
@@ -190,7 +212,7 @@ static inline bool faults_armed(void)
 /* For calls that do not take the lock otherwise. */
 static cudaError_t fault_now_unlocked(cca_sim_api_t api)
 {
-    if (!faults_armed()) return cudaSuccess;
+    if (!faults_armed() && !me()->forced) return cudaSuccess;
     pthread_mutex_lock(&g.lock);
     cudaError_t e = fault_now(api);
     pthread_mutex_unlock(&g.lock);
@@ -1024,6 +1046,7 @@ SIM_API void cca_sim_reset(void)
         atomic_store_explicit(&g.calls[a].v, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&g.nfaults, 0, memory_order_relaxed);
+    atomic_store_explicit(&g.nth_left, 0, memory_order_relaxed);
     uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed) + 1;
     atomic_store_explicit(&g.gen, gen, memory_order_release);
     tls_renew(gen);
@@ -1079,6 +1102,18 @@ SIM_API void cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t er
     if (is && !was) atomic_fetch_add_explicit(&g.nfaults, 1, memory_order_relaxed);
     if (!is && was) atomic_fetch_sub_explicit(&g.nfaults, 1, memory_order_relaxed);
     unlock();
+}
+
+SIM_API void cca_sim_fail_nth(unsigned long k, cudaError_t err)
+{
+    atomic_store_explicit(&g.nth_err, (int)err, memory_order_relaxed);
+    atomic_store_explicit(&g.nth_left, err == cudaSuccess ? 0 : (long)k, memory_order_relaxed);
+}
+
+SIM_API unsigned long cca_sim_fail_nth_left(void)
+{
+    long left = atomic_load_explicit(&g.nth_left, memory_order_relaxed);
+    return left > 0 ? (unsigned long)left : 0;
 }
 
 SIM_API unsigned long cca_sim_calls(cca_sim_api_t api)

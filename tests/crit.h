@@ -66,6 +66,7 @@ void crit_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define cr_assert_str_neq(a, b, ...) crit_check_(strcmp((a), (b)) != 0, #a " differs from " #b, __VA_ARGS__)
 #define cr_assert_float_eq(a, b, eps, ...) \
     crit_check_((a) - (b) <= (eps) && (b) - (a) <= (eps), #a " == " #b " within " #eps, __VA_ARGS__)
+#define cr_assert_fail(...)          crit_fail(__FILE__, __LINE__, "cr_assert_fail", "" __VA_ARGS__)
 #define cr_skip_test(...) crit_skip("" __VA_ARGS__)
 #define cr_log_info(...)  crit_log("" __VA_ARGS__)
 

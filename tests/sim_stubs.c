@@ -19,6 +19,8 @@ void cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err)
     (void)api; (void)after; (void)err;
     NEEDS_SIM("cca_sim_fail");
 }
+void cca_sim_fail_nth(unsigned long k, cudaError_t err) { (void)k; (void)err; NEEDS_SIM("cca_sim_fail_nth"); }
+unsigned long cca_sim_fail_nth_left(void) { NEEDS_SIM("cca_sim_fail_nth_left"); return 0; }
 unsigned long cca_sim_calls(cca_sim_api_t api) { (void)api; NEEDS_SIM("cca_sim_calls"); return 0; }
 void cca_sim_set_latency_ns(cca_sim_api_t api, unsigned long ns) { (void)api; (void)ns; NEEDS_SIM("cca_sim_set_latency_ns"); }
 size_t cca_sim_used_bytes(int device) { (void)device; NEEDS_SIM("cca_sim_used_bytes"); return 0; }

@@ -437,3 +437,26 @@ Test(sim_control, reset_resets_other_threads_state_too)
     cr_assert_eq(a.dev_after, 0);
     cr_assert_eq(a.err_after, cudaSuccess);
 }
+
+Test(sim_control, fail_nth_fails_the_kth_call_of_any_api_once)
+{
+    void *p = NULL;
+    int dev = -1;
+    cca_sim_fail_nth(3, cudaErrorMemoryAllocation);
+    cr_assert_eq(cca_sim_fail_nth_left(), 3);
+    cr_assert_eq(cudaGetDevice(&dev), cudaSuccess);                        /* 1 */
+    (void)cudaGetErrorName(cudaSuccess);                                    /* cannot fail: not counted */
+    (void)cudaGetLastError();                                               /* nor this */
+    cr_assert_eq(cudaMalloc(&p, 4096), cudaSuccess);                        /* 2 */
+    cr_assert_eq(cudaFree(p), cudaErrorMemoryAllocation, "the third call"); /* 3 */
+    cr_assert_eq(cudaGetLastError(), cudaErrorMemoryAllocation, "sets the last error like any failure");
+    cr_assert_eq(cca_sim_fail_nth_left(), 0);
+    cr_assert_eq(cudaFree(p), cudaSuccess, "once");
+    cca_sim_fail_nth(1, cudaErrorInvalidValue);
+    cca_sim_fail_nth(0, cudaErrorInvalidValue);                             /* disarmed */
+    cr_assert_eq(cudaMalloc(&p, 4096), cudaSuccess);
+    cca_sim_fail_nth(1, cudaErrorInvalidValue);
+    cca_sim_reset();                                                        /* reset disarms too */
+    cr_assert_eq(cudaMalloc(&p, 4096), cudaSuccess);
+    cr_assert_eq(cudaFree(p), cudaSuccess);
+}
