@@ -126,7 +126,7 @@ size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
         free(f.v);
         return 0;                                     /* no host memory: claim nothing */
     }
-    qsort(f.v, f.n, sizeof *f.v, by_lo);
+    if (f.n) qsort(f.v, f.n, sizeof *f.v, by_lo);
     size_t s = 1;                                     /* the smallest size not yet known to succeed */
     for (;;) {
         size_t r = _cca_round_size(&a->cfg, s), end = 0;
