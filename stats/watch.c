@@ -111,7 +111,7 @@ static void detect(cca_allocator_t *a, cca_watch_kind_t which)
         t->above = now > t->bytes;
         tq_push(&(crossing_t){ a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
     }
-    sort_crossings(tq.q + first, tq.n - first);
+    if (tq.n > first) sort_crossings(tq.q + first, tq.n - first);   /* tq.q may still be NULL */
 }
 
 static void update_scopes(cca_allocator_t *a)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# libFuzzer over the fuzz driver (tests/fuzz_ops.h): the allocator, the
+# accounting and the simulated device built with clang and
+# -fsanitize=fuzzer,address,undefined. Inputs that add coverage are kept in
+# tests/fuzz-corpus/ (merged back there at the end). CI runs the same driver
+# on fixed seeds instead (tests/fuzz_seeded.c) and needs none of this.
+# Usage: scripts/fuzz.sh [SECONDS] [JOBS]   (default 60 seconds, 1 job)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+jobs=${2:-1}
+if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
+fi
+cuda=${CUDA_PATH:-/usr/local/cuda}
+out=build-fuzz
+mkdir -p "$out" tests/fuzz-corpus
+flags="-std=c17 -O1 -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
+flags="$flags -Iinclude -Iallocator -Istats -Isim -I$cuda/include -fvisibility=hidden"
+# shellcheck disable=SC2086
+clang $flags -o "$out/fuzz_cca" tests/fuzz_libfuzzer.c allocator/*.c stats/*.c sim/*.c -lpthread -lm
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$out/fuzz_cca" -max_total_time="$secs" -jobs="$jobs" -workers="$jobs" -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix="$out/" "$work" tests/fuzz-corpus 2>&1 | tee "$out/fuzz.log" | grep -E "^#|stat::|ERROR|SUMMARY" | tail -n 20
+# keep only what adds coverage
+"$out/fuzz_cca" -merge=1 tests/fuzz-corpus "$work" >/dev/null 2>&1 || true
+echo "corpus: $(ls tests/fuzz-corpus | wc -l) inputs in tests/fuzz-corpus"
