@@ -268,8 +268,12 @@ void          _cca_registry_remove(cca_allocator_t *a);
 /* Per thread, the streams it used last (a few, of any allocators). */
 #define CCA_STREAM_CACHE 4
 typedef struct cca_stream_cache { uint64_t alloc_id, key; cca_stream_t *st; } cca_stream_cache_t;
-extern __attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_stream_cache[CCA_STREAM_CACHE];
-extern __attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_last;
+/* One thread-local, so that the hot path computes one TLS address. */
+typedef struct cca_thread_streams {
+    cca_stream_cache_t e[CCA_STREAM_CACHE];
+    unsigned next, last;                              /* round robin; the entry remembered last */
+} cca_thread_streams_t;
+extern _Thread_local cca_thread_streams_t _cca_thread_streams;
 
 /* A stream's key: its handle, 0 for the legacy stream, a per-thread id for
  * cudaStreamPerThread; UINT64_MAX when the runtime gave no id. */
@@ -284,7 +288,8 @@ static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
 static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
 {
     for (unsigned i = 0; i < CCA_STREAM_CACHE; i++) {
-        const cca_stream_cache_t *c = &_cca_stream_cache[(_cca_stream_cache_last + i) % CCA_STREAM_CACHE];
+        const cca_thread_streams_t *t = &_cca_thread_streams;
+        const cca_stream_cache_t *c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
     return NULL;

@@ -11,7 +11,7 @@
 #define PTS_DEVICES 64
 #define PTS_TAG 3u                          /* low bits of a per-thread key; handles are aligned */
 
-static __attribute__((tls_model("initial-exec"))) _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
+static _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
 
 static uint64_t per_thread_key(int device)
 {
@@ -51,16 +51,15 @@ bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG;
 
 uint64_t _cca_current_per_thread_key(int device) { return per_thread_key(device); }
 
-__attribute__((tls_model("initial-exec"))) _Thread_local cca_stream_cache_t _cca_stream_cache[CCA_STREAM_CACHE];
-__attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_next;
-__attribute__((tls_model("initial-exec"))) _Thread_local unsigned _cca_stream_cache_last;
+_Thread_local cca_thread_streams_t _cca_thread_streams;
 
 /* Remembers st for this thread (round robin over a few entries). */
 static void remember(cca_allocator_t *a, cca_stream_t *st)
 {
-    unsigned i = _cca_stream_cache_next++ % CCA_STREAM_CACHE;
-    _cca_stream_cache[i] = (cca_stream_cache_t){ a->id, st->key, st };
-    _cca_stream_cache_last = i;
+    cca_thread_streams_t *t = &_cca_thread_streams;
+    unsigned i = t->next++ % CCA_STREAM_CACHE;
+    t->e[i] = (cca_stream_cache_t){ a->id, st->key, st };
+    t->last = i;
 }
 
 /* ---- stream records ----------------------------------------------------- */
