@@ -1,5 +1,8 @@
 /* default.c - one allocator per device for callers that do not manage
- * their own (framework hooks), configured once from CCA_CONF. */
+ * their own (the framework hooks, the Python package): configured once,
+ * from cca_default_configure() if the program called it before first use,
+ * else from CCA_CONF. Looked up without a lock once created: the hooks
+ * call this on every allocation. */
 #include <pthread.h>
 #include <stdlib.h>
 #include "internal.h"
@@ -7,35 +10,85 @@
 #define MAX_DEVICES 64
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-static cca_allocator_t *defaults[MAX_DEVICES];
-static bool conf_read;
+static cca_allocator_t *_Atomic defaults[MAX_DEVICES];
+static bool conf_read, in_use;
 static cca_status_t conf_status;
 static cca_config_t conf;
 static char conf_error[400];
+static const char *conf_origin = "CCA_CONF";
+
+/* Reads the configuration once (default_lock held). */
+static void read_conf(void)
+{
+    if (conf_read) return;
+    conf_read = true;
+    cca_config_init(&conf);
+    conf_status = cca_config_parse(&conf, getenv("CCA_CONF"), conf_error, sizeof conf_error);
+}
+
+cca_status_t cca_default_configure(const char *config)
+{
+    pthread_mutex_lock(&default_lock);
+    if (in_use) {
+        pthread_mutex_unlock(&default_lock);
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+                         "cca_default_configure: the default allocators are in use already; configure before the first one");
+    }
+    cca_config_t c;
+    cca_config_init(&c);
+    char err[400];
+    cca_status_t s = cca_config_parse(&c, config, err, sizeof err);
+    if (s == CCA_OK) {                                /* replaces CCA_CONF, which is then not read */
+        conf = c;
+        conf_read = true;
+        conf_status = CCA_OK;
+        conf_origin = "cca_default_configure";
+    }
+    pthread_mutex_unlock(&default_lock);
+    return s == CCA_OK ? CCA_OK : _cca_fail(s, "cca_default_configure: %s", err);
+}
+
+static cca_status_t create_default(int device, cca_allocator_t **out)
+{
+    pthread_mutex_lock(&default_lock);
+    read_conf();
+    cca_status_t s = conf_status;
+    cca_allocator_t *a = atomic_load_explicit(&defaults[device], memory_order_relaxed);
+    if (s != CCA_OK) {
+        pthread_mutex_unlock(&default_lock);
+        return _cca_fail(s, "%s: %s", conf_origin, conf_error);
+    }
+    if (!a) {
+        cca_config_t c = conf;
+        c.device = device;
+        s = cca_create(&c, &a);
+        if (s == CCA_OK) atomic_store_explicit(&defaults[device], a, memory_order_release);
+    }
+    in_use = true;
+    pthread_mutex_unlock(&default_lock);
+    *out = a;
+    return s;
+}
 
 cca_status_t cca_default(int device, cca_allocator_t **out)
 {
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: out is NULL");
-    *out = NULL;
-    if (device < 0 || device >= MAX_DEVICES)
+    if (device < 0 || device >= MAX_DEVICES) {
+        *out = NULL;
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: device %d out of range", device);
-    pthread_mutex_lock(&default_lock);
-    if (!conf_read) {
-        conf_read = true;
-        cca_config_init(&conf);
-        conf_status = cca_config_parse(&conf, getenv("CCA_CONF"), conf_error, sizeof conf_error);
     }
-    cca_status_t s = conf_status;
-    if (s != CCA_OK) {
-        pthread_mutex_unlock(&default_lock);
-        return _cca_fail(s, "CCA_CONF: %s", conf_error);
+    cca_allocator_t *a = atomic_load_explicit(&defaults[device], memory_order_acquire);
+    if (__builtin_expect(a != NULL, 1)) {
+        *out = a;
+        return CCA_OK;
     }
-    if (!defaults[device]) {
-        cca_config_t c = conf;
-        c.device = device;
-        s = cca_create(&c, &defaults[device]);
-    }
-    *out = defaults[device];
-    pthread_mutex_unlock(&default_lock);
-    return s;
+    *out = NULL;
+    return create_default(device, out);
+}
+
+cca_status_t cca_default_existing(int device, cca_allocator_t **out)
+{
+    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_existing: out is NULL");
+    *out = device >= 0 && device < MAX_DEVICES ? atomic_load_explicit(&defaults[device], memory_order_acquire) : NULL;
+    return CCA_OK;
 }

@@ -222,9 +222,22 @@ CCA_API cca_status_t cca_reset_accumulated_stats(cca_allocator_t *a);
  * cca_last_error_string(). */
 CCA_API cca_status_t cca_check(cca_allocator_t *a);
 
-/* The allocator of a device, created on first use with the configuration
- * in CCA_CONF (read once). CCA_ERROR_INVALID_CONFIG if CCA_CONF is bad. */
+/* The allocator of a device shared by everything in the process (the
+ * framework hooks, the Python package), created on first use with the
+ * configuration of cca_default_configure, or else of CCA_CONF (read once);
+ * looked up without a lock once created. CCA_ERROR_INVALID_CONFIG if that
+ * configuration is bad, CCA_ERROR_INVALID_ARGUMENT for a device outside
+ * 0..63. */
 CCA_API cca_status_t cca_default(int device, cca_allocator_t **out);
+
+/* Sets the configuration of the default allocators from code, instead of
+ * CCA_CONF; only before the first cca_default (CCA_ERROR_INVALID_ARGUMENT
+ * after). CCA_ERROR_INVALID_CONFIG for a bad string (nothing changes). */
+CCA_API cca_status_t cca_default_configure(const char *config);
+
+/* The default allocator of a device if it was created, else *out = NULL;
+ * never creates one (so never touches a device). */
+CCA_API cca_status_t cca_default_existing(int device, cca_allocator_t **out);
 
 /* Static text naming a status. */
 CCA_API const char *cca_status_string(cca_status_t s);

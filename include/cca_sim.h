@@ -26,6 +26,8 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
     CCA_SIM_STREAM_DESTROY, CCA_SIM_STREAM_QUERY, CCA_SIM_STREAM_GET_ID,
     CCA_SIM_GET_LAST_ERROR, CCA_SIM_PEEK_AT_LAST_ERROR,
     CCA_SIM_GET_ERROR_STRING, CCA_SIM_GET_ERROR_NAME,
+    /* appended: graph capture (its state only; EndCapture's graph is a token) */
+    CCA_SIM_STREAM_BEGIN_CAPTURE, CCA_SIM_STREAM_END_CAPTURE, CCA_SIM_STREAM_IS_CAPTURING,
     CCA_SIM_API_COUNT
 } cca_sim_api_t;
 

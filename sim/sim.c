@@ -59,6 +59,7 @@ typedef struct stream {
     uint64_t submitted;             /* items enqueued */
     uint64_t done;                  /* items 1..done known complete */
     bool held;
+    int capture;                    /* cudaStreamCaptureStatus: none or active */
     uint64_t hold_from;             /* while held, items > hold_from are blocked */
     wait_t *waits;                  /* ascending k, from whead */
     size_t whead, wcount, wcap;
@@ -752,6 +753,64 @@ static cudaError_t stream_sync(cudaStream_t stream, bool ptsz)
     return call_end(t, e);
 }
 
+/* Graph capture: only its state, which is what an allocator can observe
+ * (cudaStreamIsCapturing); the graph EndCapture returns is a token, not a
+ * graph the simulator could launch. */
+static char graph_token;
+
+static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode, bool ptsz)
+{
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_BEGIN_CAPTURE, stream, ptsz, &t, &i);
+    if (!e && (unsigned)mode > (unsigned)cudaStreamCaptureModeRelaxed) e = cudaErrorInvalidValue;
+    if (!e && g.streams[i].kind == SK_LEGACY) e = cudaErrorStreamCaptureUnsupported;
+    if (!e && g.streams[i].capture != cudaStreamCaptureStatusNone) e = cudaErrorIllegalState;
+    if (!e) {
+        g.streams[i].capture = cudaStreamCaptureStatusActive;
+        fault_ok(CCA_SIM_STREAM_BEGIN_CAPTURE);
+    }
+    return call_end(t, e);
+}
+
+static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *graph, bool ptsz)
+{
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_END_CAPTURE, stream, ptsz, &t, &i);
+    if (!e && !graph) e = cudaErrorInvalidValue;
+    if (!e && g.streams[i].capture != cudaStreamCaptureStatusActive) e = cudaErrorIllegalState;
+    if (!e) {
+        g.streams[i].capture = cudaStreamCaptureStatusNone;
+        *graph = (cudaGraph_t)(void *)&graph_token;
+        fault_ok(CCA_SIM_STREAM_END_CAPTURE);
+    }
+    return call_end(t, e);
+}
+
+static cudaError_t is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status, bool ptsz)
+{
+    tls_t *t;
+    uint32_t i;
+    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_IS_CAPTURING, stream, ptsz, &t, &i);
+    if (!e && !status) e = cudaErrorInvalidValue;
+    if (!e) {
+        *status = (enum cudaStreamCaptureStatus)g.streams[i].capture;
+        fault_ok(CCA_SIM_STREAM_IS_CAPTURING);
+    }
+    return call_end(t, e);
+}
+
+SIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    return begin_capture(stream, mode, false);
+}
+SIM_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) { return end_capture(stream, pGraph, false); }
+SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+    return is_capturing(stream, pCaptureStatus, false);
+}
+
 static cudaError_t stream_query(cudaStream_t stream, bool ptsz)
 {
     tls_t *t;
@@ -995,6 +1054,18 @@ SIM_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 SIM_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 SIM_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId);
 SIM_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+SIM_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+SIM_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+SIM_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    return begin_capture(stream, mode, true);
+}
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) { return end_capture(stream, pGraph, true); }
+cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+    return is_capturing(stream, pCaptureStatus, true);
+}
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return stream_sync(stream, true); }
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return stream_query(stream, true); }
@@ -1180,6 +1251,9 @@ SIM_API const char *cca_sim_api_name(cca_sim_api_t api)
         [CCA_SIM_PEEK_AT_LAST_ERROR] = "cudaPeekAtLastError",
         [CCA_SIM_GET_ERROR_STRING] = "cudaGetErrorString",
         [CCA_SIM_GET_ERROR_NAME] = "cudaGetErrorName",
+        [CCA_SIM_STREAM_BEGIN_CAPTURE] = "cudaStreamBeginCapture",
+        [CCA_SIM_STREAM_END_CAPTURE] = "cudaStreamEndCapture",
+        [CCA_SIM_STREAM_IS_CAPTURING] = "cudaStreamIsCapturing",
     };
     if ((int)api < 0 || api >= CCA_SIM_API_COUNT) return "unknown";
     return names[api];

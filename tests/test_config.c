@@ -345,3 +345,23 @@ Test(config, readme_lists_exactly_the_keys)
     for (size_t k = 0; k < n_keys; k++) cr_assert(seen[k], "README does not list the key '%s'", keys[k].name);
     cr_assert_eq(found, n_keys);
 }
+
+Test(config, default_allocators_configured_from_code_before_first_use)
+{
+    setenv("CCA_CONF", "max_split_size_mb:64", 1);
+    cr_assert_eq(cca_default_configure("max_split_size_mb:,"), CCA_ERROR_INVALID_CONFIG);
+    cr_assert_eq(cca_default_configure("preset:lean"), CCA_OK, "%s", cca_last_error_string());
+    cca_allocator_t *none = (cca_allocator_t *)1;
+    cr_assert_eq(cca_default_existing(0, &none), CCA_OK);
+    cr_assert_null(none, "existing does not create");
+    cca_allocator_t *a = NULL, *b = NULL;
+    cr_assert_eq(cca_default(0, &a), CCA_OK);
+    cr_assert_eq(cca_default(0, &b), CCA_OK);
+    cr_assert_eq(a, b);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.max_split_size, (int64_t)(128 * MiB), "the code's configuration, not CCA_CONF's");
+    cr_assert_eq(cca_default_configure("preset:pytorch"), CCA_ERROR_INVALID_ARGUMENT, "too late");
+    cr_assert(strstr(cca_last_error_string(), "in use"));
+    cr_assert_eq(cca_default_existing(0, &none), CCA_OK);
+    cr_assert_eq(none, a);
+}

@@ -94,6 +94,18 @@ static cudaError_t call_api(cca_sim_api_t api, cudaStream_t s, cudaEvent_t e, vo
     case CCA_SIM_STREAM_GET_ID: return cudaStreamGetId(s, &id);
     case CCA_SIM_GET_LAST_ERROR: return cudaGetLastError();
     case CCA_SIM_PEEK_AT_LAST_ERROR: return cudaPeekAtLastError();
+    case CCA_SIM_STREAM_BEGIN_CAPTURE: return cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    case CCA_SIM_STREAM_END_CAPTURE: {
+        cudaStream_t x;
+        cudaGraph_t g;
+        cudaStreamCreate(&x);
+        cudaStreamBeginCapture(x, cudaStreamCaptureModeGlobal);   /* not the faulted API */
+        return cudaStreamEndCapture(x, &g);
+    }
+    case CCA_SIM_STREAM_IS_CAPTURING: {
+        enum cudaStreamCaptureStatus st;
+        return cudaStreamIsCapturing(s, &st);
+    }
     default: return cudaErrorUnknown;
     }
 }

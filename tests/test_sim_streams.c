@@ -615,3 +615,35 @@ Test(sim_streams, many_holds_and_records_do_not_leak_or_stall)
     cca_sim_reset();
     NO_LEAKS();
 }
+
+Test(sim_streams, capture_state_per_stream)
+{
+    cudaStream_t s, o;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&o), cudaSuccess);
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
+    cr_assert_eq(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    cr_assert_eq(st, cudaStreamCaptureStatusNone);
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cr_assert_eq(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    cr_assert_eq(st, cudaStreamCaptureStatusActive);
+    cr_assert_eq(cudaStreamIsCapturing(o, &st), cudaSuccess);
+    cr_assert_eq(st, cudaStreamCaptureStatusNone, "per stream");
+    cr_assert_eq(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
+    cr_assert_eq(cudaGetLastError(), cudaErrorIllegalState);
+    cr_assert_eq(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal), cudaErrorStreamCaptureUnsupported);
+    (void)cudaGetLastError();
+    cudaGraph_t g = NULL;
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cr_assert_not_null(g);
+    cr_assert_eq(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    cr_assert_eq(st, cudaStreamCaptureStatusNone);
+    cr_assert_eq(cudaStreamEndCapture(s, &g), cudaErrorIllegalState);
+    (void)cudaGetLastError();
+    cr_assert_eq(cca_sim_calls(CCA_SIM_STREAM_IS_CAPTURING), 4);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_STREAM_BEGIN_CAPTURE), 3);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_STREAM_END_CAPTURE), 2);
+    cr_assert_str_eq(cca_sim_api_name(CCA_SIM_STREAM_IS_CAPTURING), "cudaStreamIsCapturing");
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(o);
+}
