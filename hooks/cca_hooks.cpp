@@ -1,0 +1,181 @@
+// cca_hooks.cpp - the functions PyTorch's pluggable-allocator hook loads
+// (torch.cuda.memory.CUDAPluggableAllocator), with C linkage, over the
+// per-device default allocators of libcca (cca_default: the same ones the
+// Python package reads). torch checks no result: a failure must be a C++
+// exception, and only c10::OutOfMemoryError becomes
+// torch.cuda.OutOfMemoryError - which the variant built against torch's
+// headers (libcca_hooks_torch.so, CCA_HOOKS_TORCH) throws; this one throws
+// std::runtime_error with "CUDA out of memory. " and cca's report, which
+// torch turns into a RuntimeError. The library stays C; only this shim is C++.
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include "cca.h"
+
+#ifdef CCA_HOOKS_TORCH
+#include <c10/util/Exception.h>
+#endif
+
+#define CCA_HOOK extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// Raised by torch's begin-allocate-to-pool hook (CUDA-graph capture), so
+// that only then does an allocation ask the runtime whether its stream is
+// capturing: no CUDA call per allocation otherwise.
+std::atomic<int> pools_open{0};
+std::atomic<int> device_count{0};
+
+[[noreturn]] void throw_oom(cca_allocator_t *a, size_t size, int device)
+{
+    cca_oom_report_t r;
+    char text[1024] = "";
+    if (cca_last_oom_report(a, &r) == CCA_OK && r.verdict != CCA_OOM_NONE && r.requested == size)
+        cca_oom_report_format(&r, text, sizeof text);
+    else
+        std::snprintf(text, sizeof text, "%s", cca_last_error_string());
+    std::string msg = std::string("CUDA out of memory. Tried to allocate ") + std::to_string(size) +
+                      " bytes on device " + std::to_string(device) + " (cca).\n" + text;
+#ifdef CCA_HOOKS_TORCH
+    throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
+#else
+    throw std::runtime_error(msg);
+#endif
+}
+
+cca_allocator_t *allocator_of(int device)
+{
+    cca_allocator_t *a = nullptr;
+    cca_status_t s = cca_default(device, &a);
+    if (s != CCA_OK) throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+    return a;
+}
+
+void refuse_capture(cudaStream_t stream)
+{
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &st);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    if (e == cudaSuccess && st == cudaStreamCaptureStatusNone) return;
+    throw std::runtime_error("cca: CUDA graph pools are not supported by cca yet (torch.cuda.graph, "
+                             "torch.compile(mode=\"reduce-overhead\"), torch.cuda.MemPool); use torch's native "
+                             "allocator for graph capture");
+}
+
+}  // namespace
+
+// torch: void*(size_t size, int device, cudaStream_t stream). Size 0 gives NULL.
+CCA_HOOK void *cca_torch_malloc(size_t size, int device, cudaStream_t stream)
+{
+    if (size == 0) return nullptr;
+    if (__builtin_expect(pools_open.load(std::memory_order_relaxed) != 0, 0)) refuse_capture(stream);
+    cca_allocator_t *a = allocator_of(device);
+    void *p = nullptr;
+    cca_status_t s = cca_malloc(a, &p, size, stream);
+    if (__builtin_expect(s == CCA_OK, 1)) return p;
+    if (s == CCA_ERROR_OUT_OF_MEMORY) throw_oom(a, size, device);
+    throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+}
+
+// torch: void(void *ptr, size_t size, int device, cudaStream_t stream), with
+// the size, device and allocation stream of the malloc. Called from tensor
+// deleters, so it never throws; a failure stays in cca_last_error_string().
+CCA_HOOK void cca_torch_free(void *ptr, size_t size, int device, cudaStream_t stream)
+{
+    (void)size;
+    (void)stream;
+    cca_allocator_t *a = nullptr;
+    if (ptr && cca_default_existing(device, &a) == CCA_OK && a) (void)cca_free(a, ptr);
+}
+
+// torch: void(void *ptr, cudaStream_t stream), from any thread; the owner
+// is whichever default allocator holds ptr.
+CCA_HOOK void cca_torch_record_stream(void *ptr, cudaStream_t stream)
+{
+    for (int d = 0; d < kMaxDevices; d++) {
+        cca_allocator_t *a = nullptr;
+        if (cca_default_existing(d, &a) != CCA_OK || !a) continue;
+        cca_status_t s = cca_record_stream(a, ptr, stream);
+        if (s == CCA_OK) return;
+        if (s != CCA_ERROR_INVALID_POINTER) throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+    }
+    throw std::runtime_error("cca: record_stream of a pointer cca did not allocate");
+}
+
+// torch.cuda.empty_cache(): every device's cache.
+CCA_HOOK void cca_torch_empty_cache(void)
+{
+    for (int d = 0; d < kMaxDevices; d++) {
+        cca_allocator_t *a = nullptr;
+        if (cca_default_existing(d, &a) == CCA_OK && a) (void)cca_empty_cache(a);
+    }
+}
+
+// torch calls it once with the number of devices; the allocators are made
+// on first use of each device (making them here would touch every device).
+CCA_HOOK void cca_torch_init(int count) { device_count.store(count, std::memory_order_relaxed); }
+
+// torch.cuda.set_per_process_memory_fraction(fraction, device).
+CCA_HOOK void cca_torch_set_memory_fraction(double fraction, int device)
+{
+    cca_allocator_t *a = allocator_of(device);
+    if (fraction == 0.0)
+        throw std::runtime_error("cca: a memory fraction of 0 leaves no memory; cca needs room for one 2 MiB segment");
+    if (cca_set_memory_fraction(a, fraction) != CCA_OK) throw std::invalid_argument(cca_last_error_string());
+}
+
+// CUDA-graph pool hooks: begin raises the flag, end lowers it.
+CCA_HOOK void cca_torch_begin_allocate_to_pool_c(int device)
+{
+    (void)device;
+    pools_open.fetch_add(1, std::memory_order_relaxed);
+}
+
+CCA_HOOK void cca_torch_end_allocate_to_pool_c(int device)
+{
+    (void)device;
+    if (pools_open.load(std::memory_order_relaxed) > 0) pools_open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// The same with torch's C++ signatures (set_begin_allocate_to_pool,
+// set_end_allocate_to_pool_fn, set_release_pool): a MempoolId_t is
+// std::pair<unsigned long long, unsigned long long>, the filter a
+// std::function. Their addresses are what torch's setters take.
+#include <functional>
+#include <utility>
+using cca_mempool_id = std::pair<unsigned long long, unsigned long long>;
+
+CCA_HOOK void cca_torch_begin_allocate_to_pool(int device, cca_mempool_id id, std::function<bool(cudaStream_t)> filter)
+{
+    (void)id;
+    (void)filter;
+    cca_torch_begin_allocate_to_pool_c(device);
+}
+
+CCA_HOOK void cca_torch_end_allocate_to_pool(int device, cca_mempool_id id)
+{
+    (void)id;
+    cca_torch_end_allocate_to_pool_c(device);
+}
+
+CCA_HOOK void cca_torch_release_pool(int device, cca_mempool_id id)
+{
+    (void)device;
+    (void)id;
+}
+
+// Which exception an OOM becomes: 1 when this library throws
+// c10::OutOfMemoryError (libcca_hooks_torch.so), 0 for std::runtime_error.
+CCA_HOOK int cca_hooks_throws_torch_oom(void)
+{
+#ifdef CCA_HOOKS_TORCH
+    return 1;
+#else
+    return 0;
+#endif
+}
