@@ -25,13 +25,14 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 
-// Raised by torch's begin-allocate-to-pool hook (CUDA-graph capture), so
-// that only then does an allocation ask the runtime whether its stream is
-// capturing: no CUDA call per allocation otherwise.
+// Raised by torch's begin-allocate-to-pool hook (CUDA-graph capture), which
+// also empties the allocator cache below, so that only then do allocations
+// take the slow path and ask the runtime whether their stream is
+// capturing: no CUDA call, and no test, per allocation otherwise.
 std::atomic<int> pools_open{0};
 std::atomic<int> device_count{0};
 
-[[noreturn]] void throw_oom(cca_allocator_t *a, size_t size, int device)
+[[noreturn]] __attribute__((noinline, cold)) void throw_oom(cca_allocator_t *a, size_t size, int device)
 {
     cca_oom_report_t r;
     char text[1024] = "";
@@ -48,15 +49,41 @@ std::atomic<int> device_count{0};
 #endif
 }
 
-cca_allocator_t *allocator_of(int device)
+[[noreturn]] __attribute__((noinline, cold)) void throw_last_error()
+{
+    throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+}
+
+// The default allocators, cached here: one load on the hot path. Set once
+// per device (cca_default never replaces one), read without a lock.
+std::atomic<cca_allocator_t *> cached[kMaxDevices];
+
+__attribute__((noinline)) cca_allocator_t *allocator_slow(int device)
 {
     cca_allocator_t *a = nullptr;
-    cca_status_t s = cca_default(device, &a);
-    if (s != CCA_OK) throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+    if (cca_default(device, &a) != CCA_OK) throw_last_error();
+    if ((unsigned)device < (unsigned)kMaxDevices && pools_open.load(std::memory_order_relaxed) == 0)
+        cached[device].store(a, std::memory_order_release);   /* while a pool is open, every call goes slow */
     return a;
 }
 
-void refuse_capture(cudaStream_t stream)
+inline cca_allocator_t *allocator_of(int device)
+{
+    cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
+    return __builtin_expect(a != nullptr, 1) ? a : allocator_slow(device);
+}
+
+// The allocator of `device` if it exists (never creates one).
+inline cca_allocator_t *existing(int device)
+{
+    if ((unsigned)device >= (unsigned)kMaxDevices) return nullptr;
+    cca_allocator_t *a = cached[device].load(std::memory_order_acquire);
+    if (!a && cca_default_existing(device, &a) == CCA_OK && a && pools_open.load(std::memory_order_relaxed) == 0)
+        cached[device].store(a, std::memory_order_release);
+    return a;
+}
+
+__attribute__((noinline, cold)) void refuse_capture(cudaStream_t stream)
 {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaError_t e = cudaStreamIsCapturing(stream, &st);
@@ -69,28 +96,62 @@ void refuse_capture(cudaStream_t stream)
 
 }  // namespace
 
-// torch: void*(size_t size, int device, cudaStream_t stream). Size 0 gives NULL.
-CCA_HOOK void *cca_torch_malloc(size_t size, int device, cudaStream_t stream)
+namespace {
+
+// A failed cca_malloc: the OOM report names the size and the device, so the
+// hot path keeps nothing but the allocator alive across its call.
+[[noreturn]] __attribute__((noinline, cold)) void malloc_failed(cca_allocator_t *a, cca_status_t s)
+{
+    cca_oom_report_t r;
+    if (s == CCA_ERROR_OUT_OF_MEMORY && cca_last_oom_report(a, &r) == CCA_OK) throw_oom(a, r.requested, r.device);
+    throw_last_error();
+}
+
+// Everything but a cached allocator: the first allocation on a device, and
+// every allocation while a graph pool is open (opening one empties the
+// cache), which checks for capture.
+__attribute__((noinline)) void *malloc_slow(size_t size, int device, cudaStream_t stream)
 {
     if (size == 0) return nullptr;
-    if (__builtin_expect(pools_open.load(std::memory_order_relaxed) != 0, 0)) refuse_capture(stream);
+    if (pools_open.load(std::memory_order_relaxed) != 0) refuse_capture(stream);
     cca_allocator_t *a = allocator_of(device);
     void *p = nullptr;
     cca_status_t s = cca_malloc(a, &p, size, stream);
-    if (__builtin_expect(s == CCA_OK, 1)) return p;
-    if (s == CCA_ERROR_OUT_OF_MEMORY) throw_oom(a, size, device);
-    throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+    if (s != CCA_OK) malloc_failed(a, s);
+    return p;
+}
+
+}  // namespace
+
+// torch: void*(size_t size, int device, cudaStream_t stream). Size 0 gives NULL.
+CCA_HOOK void *cca_torch_malloc(size_t size, int device, cudaStream_t stream)
+{
+    cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
+    if (__builtin_expect(!a, 0)) return malloc_slow(size, device, stream);
+    void *p;
+    cca_status_t s = cca_malloc(a, &p, size, stream);   /* size 0: OK and NULL */
+    if (__builtin_expect(s != CCA_OK, 0)) malloc_failed(a, s);
+    return p;
 }
 
 // torch: void(void *ptr, size_t size, int device, cudaStream_t stream), with
 // the size, device and allocation stream of the malloc. Called from tensor
 // deleters, so it never throws; a failure stays in cca_last_error_string().
+namespace {
+__attribute__((noinline)) void free_slow(void *ptr, int device)
+{
+    cca_allocator_t *a = existing(device);
+    if (a) (void)cca_free(a, ptr);
+}
+}  // namespace
+
 CCA_HOOK void cca_torch_free(void *ptr, size_t size, int device, cudaStream_t stream)
 {
     (void)size;
     (void)stream;
-    cca_allocator_t *a = nullptr;
-    if (ptr && cca_default_existing(device, &a) == CCA_OK && a) (void)cca_free(a, ptr);
+    cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
+    if (__builtin_expect(!a, 0)) return free_slow(ptr, device);
+    cca_free(a, ptr);                                 /* NULL is a no-op there */
 }
 
 // torch: void(void *ptr, cudaStream_t stream), from any thread; the owner
@@ -98,11 +159,11 @@ CCA_HOOK void cca_torch_free(void *ptr, size_t size, int device, cudaStream_t st
 CCA_HOOK void cca_torch_record_stream(void *ptr, cudaStream_t stream)
 {
     for (int d = 0; d < kMaxDevices; d++) {
-        cca_allocator_t *a = nullptr;
-        if (cca_default_existing(d, &a) != CCA_OK || !a) continue;
+        cca_allocator_t *a = existing(d);
+        if (!a) continue;
         cca_status_t s = cca_record_stream(a, ptr, stream);
         if (s == CCA_OK) return;
-        if (s != CCA_ERROR_INVALID_POINTER) throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
+        if (s != CCA_ERROR_INVALID_POINTER) throw_last_error();
     }
     throw std::runtime_error("cca: record_stream of a pointer cca did not allocate");
 }
@@ -111,8 +172,8 @@ CCA_HOOK void cca_torch_record_stream(void *ptr, cudaStream_t stream)
 CCA_HOOK void cca_torch_empty_cache(void)
 {
     for (int d = 0; d < kMaxDevices; d++) {
-        cca_allocator_t *a = nullptr;
-        if (cca_default_existing(d, &a) == CCA_OK && a) (void)cca_empty_cache(a);
+        cca_allocator_t *a = existing(d);
+        if (a) (void)cca_empty_cache(a);
     }
 }
 
@@ -134,6 +195,7 @@ CCA_HOOK void cca_torch_begin_allocate_to_pool_c(int device)
 {
     (void)device;
     pools_open.fetch_add(1, std::memory_order_relaxed);
+    for (auto &c : cached) c.store(nullptr, std::memory_order_relaxed);   /* every allocation checks now */
 }
 
 CCA_HOOK void cca_torch_end_allocate_to_pool_c(int device)
