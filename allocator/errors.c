@@ -1,5 +1,6 @@
-/* errors.c - status names and the thread-local text of the last failure,
- * for callers that only see a NULL (framework hooks). */
+/* errors.c - status names, the thread-local text of the last failure (for
+ * callers that only see a NULL: framework hooks), and the two runtime
+ * queries bindings need (current device, memory info). */
 #include <stdarg.h>
 #include <stdio.h>
 #include "internal.h"
@@ -32,3 +33,29 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
 
 /* Clears an error cca caused and handled from the runtime's last-error slot. */
 void _cca_clear_error(void) { (void)cudaGetLastError(); }
+
+cca_status_t cca_current_device(int *device)
+{
+    if (!device) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_current_device: device is NULL");
+    cudaError_t e = cudaGetDevice(device);
+    if (e == cudaSuccess) return CCA_OK;
+    _cca_clear_error();
+    return _cca_fail(CCA_ERROR_CUDA, "cca_current_device: cudaGetDevice failed: %s", cudaGetErrorName(e));
+}
+
+cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info: an output is NULL");
+    int cur = -1;
+    cudaError_t e = cudaGetDevice(&cur);
+    bool switched = false;
+    if (e == cudaSuccess && cur != device) switched = (e = cudaSetDevice(device)) == cudaSuccess;
+    if (e == cudaSuccess) e = cudaMemGetInfo(free_bytes, total_bytes);
+    for (int tries = 0; switched && tries < 3; tries++) {
+        if (cudaSetDevice(cur) == cudaSuccess) break;
+        (void)cudaGetLastError();
+    }
+    if (e == cudaSuccess) return CCA_OK;
+    _cca_clear_error();
+    return _cca_fail(CCA_ERROR_CUDA, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+}

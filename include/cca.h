@@ -239,6 +239,13 @@ CCA_API cca_status_t cca_default_configure(const char *config);
  * never creates one (so never touches a device). */
 CCA_API cca_status_t cca_default_existing(int device, cca_allocator_t **out);
 
+/* The calling thread's current CUDA device (cudaGetDevice), and a device's
+ * free and total memory (cudaMemGetInfo, the caller's device left as it
+ * was), for bindings that load no runtime themselves. CCA_ERROR_CUDA with
+ * the runtime's reason, CCA_ERROR_INVALID_ARGUMENT for NULL outputs. */
+CCA_API cca_status_t cca_current_device(int *device);
+CCA_API cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes);
+
 /* Static text naming a status. */
 CCA_API const char *cca_status_string(cca_status_t s);
 

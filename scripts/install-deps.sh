@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine with the CUDA toolkit lacks to
-# build and test cca: meson, ninja, Criterion, pkg-config, a C++ compiler.
+# build and test cca: meson, ninja, Criterion, pkg-config, a C++ compiler,
+# json-c, Python's venv (pytest itself comes from the package registry).
 set -euo pipefail
 need=()
 command -v meson >/dev/null 2>&1 || need+=(meson)
@@ -10,6 +11,7 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 pkg-config --exists criterion 2>/dev/null || need+=(libcriterion-dev)
 pkg-config --exists json-c 2>/dev/null || need+=(libjson-c-dev)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""

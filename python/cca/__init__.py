@@ -1,0 +1,321 @@
+"""cca: a CUDA caching allocator with the accounting built in.
+
+Pure Python over ctypes. The functions below carry the names and meaning
+of ``torch.cuda.memory``'s (``memory_stats``, ``memory_allocated``,
+``max_memory_allocated``, ...), answered by cca's per-device allocators -
+the same ones the PyTorch hook (``cca.allocators.torch.install()``) and any
+other user of ``cca_default`` allocate from - and add what only cca knows:
+``last_oom()``, ``fragmentation()``, ``configure()``.
+
+``device`` is an index, a ``torch.device``, ``"cuda:N"``, or None for the
+calling thread's current device.
+"""
+
+import collections
+import ctypes
+import json
+
+from . import _lib
+
+__all__ = [
+    "CcaError", "OutOfMemoryError", "OomReport", "configure", "memory_stats", "memory_stats_as_nested_dict",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
+    "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",
+    "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
+]
+
+_STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+          "active_bytes", "inactive_split_bytes", "requested_bytes")
+_POOLS = ("all", "small_pool", "large_pool")
+_PARTS = ("current", "peak", "allocated", "freed")
+_VERDICTS = {0: "none", 1: "exhausted", 2: "fragmented", 3: "cap", 4: "external"}
+_MAX_DEVICES = 64
+
+
+class CcaError(RuntimeError):
+    """A cca call failed; ``status`` is the cca_status_t name."""
+
+    def __init__(self, message, status=""):
+        super().__init__(message)
+        self.status = status
+
+
+class OutOfMemoryError(CcaError, MemoryError):
+    """Out of device memory; ``report`` is the OomReport (verdict, figures, advice)."""
+
+    def __init__(self, message, report=None):
+        super().__init__(message, "CCA_ERROR_OUT_OF_MEMORY")
+        self.report = report
+
+
+def _check(status, what):
+    if status != 0:
+        name = _lib.lib().cca_status_string(status).decode()
+        text = "%s: %s" % (what, _lib.error_text())
+        if name == "CCA_ERROR_OUT_OF_MEMORY":
+            raise OutOfMemoryError(text)
+        if name in ("CCA_ERROR_INVALID_ARGUMENT", "CCA_ERROR_INVALID_CONFIG"):
+            raise ValueError(text)
+        raise CcaError(text, name)
+
+
+def _device_index(device):
+    if device is None:
+        d = ctypes.c_int(-1)
+        _check(_lib.lib().cca_current_device(ctypes.byref(d)), "current device")
+        return d.value
+    if isinstance(device, int):
+        idx = device
+    elif isinstance(device, str):
+        kind, _, num = device.partition(":")
+        if kind != "cuda":
+            raise ValueError("cca: expected a CUDA device, got %r" % device)
+        idx = int(num) if num else _device_index(None)
+    elif getattr(device, "type", "cuda") == "cuda" and hasattr(device, "index"):
+        idx = device.index if device.index is not None else _device_index(None)
+    else:
+        raise ValueError("cca: expected a CUDA device, got %r" % (device,))
+    if not 0 <= idx < _MAX_DEVICES:
+        raise ValueError("cca: device %d out of range" % idx)
+    return idx
+
+
+def _allocator(device=None, create=True):
+    lib = _lib.lib()
+    a = ctypes.c_void_p()
+    d = _device_index(device)
+    if create:
+        _check(lib.cca_default(d, ctypes.byref(a)), "cca_default(%d)" % d)
+    else:
+        lib.cca_default_existing(d, ctypes.byref(a))
+    return a if a.value else None
+
+
+def _existing_allocators():
+    out = []
+    for d in range(_MAX_DEVICES):
+        a = _allocator(d, create=False)
+        if a:
+            out.append((d, a))
+    return out
+
+
+def configure(conf):
+    """Configures the per-device allocators (CCA_CONF's syntax: "preset:lean,...")
+    before the first one is used; replaces CCA_CONF. ValueError for a bad
+    string or when an allocator exists already."""
+    _check(_lib.lib().cca_default_configure(conf.encode()), "cca.configure")
+
+
+def config_keys():
+    """The configuration keys: {name: (value, range, default, meaning)}."""
+    n = ctypes.c_size_t()
+    ptr = _lib.lib().cca_config_keys(ctypes.byref(n))
+    row = ctypes.c_char_p * 5
+    rows = ctypes.cast(ptr, ctypes.POINTER(row))
+    return {rows[i][0].decode(): tuple(x.decode() for x in rows[i][1:]) for i in range(n.value)}
+
+
+def _stats(device):
+    cls = _lib.struct("cca_stats_t")
+    s = cls()
+    _check(_lib.lib().cca_get_stats_sized(_allocator(device), ctypes.byref(s), ctypes.sizeof(s)), "cca_get_stats")
+    return s
+
+
+def _stat_dict(stat):
+    return {p: int(getattr(stat, p)) for p in _PARTS}
+
+
+def memory_stats_as_nested_dict(device=None):
+    """torch.cuda.memory_stats_as_nested_dict(), from cca."""
+    s = _stats(device)
+    out = {"num_alloc_retries": int(s.num_alloc_retries), "num_ooms": int(s.num_ooms),
+           "max_split_size": int(s.max_split_size), "num_sync_all_streams": int(s.num_sync_all_streams),
+           "num_device_alloc": int(s.num_device_alloc), "num_device_free": int(s.num_device_free)}
+    for name in _STATS:
+        arr = getattr(s, name)
+        out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
+    out["oversize_allocations"] = _stat_dict(s.oversize_allocations)
+    out["oversize_segments"] = _stat_dict(s.oversize_segments)
+    return out
+
+
+def memory_stats(device=None):
+    """torch.cuda.memory_stats(): a flat, sorted dict with exactly torch 2.11's
+    keys ("allocated_bytes.all.current", "num_ooms", ...), from cca.
+
+    Differs from torch by design: ``requested_bytes`` drops when a block is
+    freed, not when the other streams that used it finish, so
+    requested <= allocated always holds."""
+    result = []
+
+    def add(prefix, obj):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                add(prefix + "." + k if prefix else k, v)
+        else:
+            result.append((prefix, obj))
+
+    add("", memory_stats_as_nested_dict(device))
+    result.sort()
+    return collections.OrderedDict(result)
+
+
+def memory_allocated(device=None):
+    """Bytes handed out now (allocated_bytes.all.current): rounded block sizes."""
+    return int(_stats(device).allocated_bytes[0].current)
+
+
+def max_memory_allocated(device=None):
+    """The peak of memory_allocated() since the last peak reset."""
+    return int(_stats(device).allocated_bytes[0].peak)
+
+
+def memory_reserved(device=None):
+    """Bytes held from the device now (reserved_bytes.all.current)."""
+    return int(_stats(device).reserved_bytes[0].current)
+
+
+def max_memory_reserved(device=None):
+    """The peak of memory_reserved() since the last peak reset."""
+    return int(_stats(device).reserved_bytes[0].peak)
+
+
+def reset_peak_memory_stats(device=None):
+    """Sets every peak to its current value."""
+    _check(_lib.lib().cca_reset_peak_stats(_allocator(device)), "cca_reset_peak_stats")
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def reset_accumulated_memory_stats(device=None):
+    """Sets the allocated/freed totals and the num_* counters to 0 (as torch)."""
+    _check(_lib.lib().cca_reset_accumulated_stats(_allocator(device)), "cca_reset_accumulated_stats")
+
+
+def empty_cache():
+    """Returns every fully free cached segment of every device to CUDA."""
+    for _, a in _existing_allocators():
+        _check(_lib.lib().cca_empty_cache(a), "cca_empty_cache")
+
+
+_WRITE = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+
+
+def _text_of(fn, a):
+    parts = []
+
+    def write(data, n, _arg):
+        parts.append(ctypes.string_at(data, n))
+        return n
+
+    cb = _WRITE(write)
+    _check(fn(a, ctypes.cast(cb, ctypes.c_void_p), None), fn.__name__)
+    return b"".join(parts).decode(errors="replace")
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A table like torch.cuda.memory_summary(), with cca's fragmentation figures."""
+    del abbreviated                                   # one form, as torch's abbreviated=False
+    return _text_of(_lib.lib().cca_memory_summary, _allocator(device))
+
+
+def memory_snapshot():
+    """torch.cuda.memory_snapshot(): every segment of every device cca uses,
+    with its blocks, in torch's layout (list of dicts)."""
+    segs = []
+    for _, a in _existing_allocators():
+        segs.extend(json.loads(_text_of(_lib.lib().cca_snapshot_json, a))["segments"])
+    return segs
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device, from cudaMemGetInfo."""
+    f, t = ctypes.c_size_t(), ctypes.c_size_t()
+    d = _device_index(device)
+    _check(_lib.lib().cca_mem_get_info(d, ctypes.byref(f), ctypes.byref(t)), "cudaMemGetInfo")
+    return int(f.value), int(t.value)
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Caps the device's allocator at fraction x its total memory, for the
+    next growth (memory above it stays until empty_cache, as in torch).
+    ValueError outside (0, 1], or for a cap below one 2 MiB segment (torch
+    allows 0, which leaves no memory)."""
+    if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise ValueError("cca: the memory fraction must be in (0, 1], got %r" % (fraction,))
+    _check(_lib.lib().cca_set_memory_fraction(_allocator(device), float(fraction)), "set_per_process_memory_fraction")
+
+
+def get_per_process_memory_fraction(device=None):
+    """The cap as a fraction of the device's total memory (1.0 when uncapped)."""
+    cap = ctypes.c_size_t()
+    _check(_lib.lib().cca_get_memory_cap(_allocator(device), ctypes.byref(cap), None, None), "cca_get_memory_cap")
+    if cap.value == 0:
+        return 1.0
+    return cap.value / mem_get_info(device)[1]
+
+
+def fragmentation(device=None):
+    """cca's fragmentation figures: reserved, allocated, requested, active,
+    free_cached, largest_free, free_blocks, segments, inactive_split,
+    internal_waste, external_fragmentation, utilization, and per size class
+    (2^k bytes) the free, allocated and pending blocks and bytes."""
+    cls = _lib.struct("cca_frag_t")
+    f = cls()
+    _check(_lib.lib().cca_get_fragmentation_sized(_allocator(device), ctypes.byref(f), ctypes.sizeof(f)),
+           "cca_get_fragmentation")
+    out = {n: (float(getattr(f, n)) if n in ("external_fragmentation", "utilization") else int(getattr(f, n)))
+           for n in cls._cca_fields if n != "classes"}
+    classes = {}
+    for k in range(len(f.classes)):
+        c = f.classes[k]
+        if c.free_blocks or c.allocated_blocks or c.pending_blocks:
+            classes[1 << k] = {n: int(getattr(c, n)) for n in type(c)._cca_fields}
+    out["classes"] = classes
+    return out
+
+
+class OomReport:
+    """cca's report of an out-of-memory: ``verdict`` ("exhausted", "fragmented",
+    "cap", "external"), every figure of cca_oom_report_t as an attribute,
+    ``advice``, and ``str()`` gives cca's three lines."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        for n in type(raw)._cca_fields:
+            v = getattr(raw, n)
+            if n == "advice":
+                v = v.decode(errors="replace")
+            elif n == "stream":
+                v = v or 0
+            elif n != "verdict":
+                v = int(v)
+            setattr(self, n, v)
+        self.verdict = _VERDICTS.get(int(raw.verdict), "unknown")
+
+    def __str__(self):
+        buf = ctypes.create_string_buffer(2048)
+        _lib.lib().cca_oom_report_format_sized(ctypes.byref(self._raw), ctypes.sizeof(self._raw), buf, len(buf))
+        return buf.value.decode(errors="replace")
+
+    def __repr__(self):
+        return "<cca.OomReport %s: %d bytes requested on device %d>" % (self.verdict, self.requested, self.device)
+
+
+def last_oom(device=None):
+    """The device allocator's last out-of-memory report, or None if none."""
+    cls = _lib.struct("cca_oom_report_t")
+    r = cls()
+    _check(_lib.lib().cca_last_oom_report_sized(_allocator(device), ctypes.byref(r), ctypes.sizeof(r)),
+           "cca_last_oom_report")
+    return None if r.verdict == 0 else OomReport(r)
+
+
+def check(device=None):
+    """Walks every segment and block and checks every figure; CcaError with
+    the first violation."""
+    _check(_lib.lib().cca_check(_allocator(device)), "cca_check")

@@ -1,0 +1,205 @@
+"""Loading libcca and describing its structs.
+
+The library is found, in order: ``CCA_LIBRARY`` (a path; how the tests load
+the simulated build), then ``libcca.so`` beside this package. Before it, the
+CUDA runtime a framework already loaded is made visible (cuda-pathfinder when
+installed, else the first ``libcudart.so.13`` the loader or ``CUDA_PATH``
+finds), so that the process has one runtime. Loading happens on first use,
+so ``import cca`` works on a machine without CUDA.
+
+Every struct comes from the layouts the library exports
+(``cca_struct_layouts``): fields, offsets and sizes are read, not restated.
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+
+_lock = threading.Lock()
+_lib = None
+_structs = {}
+
+_SCALARS = {
+    "int": ctypes.c_int,
+    "unsigned": ctypes.c_uint,
+    "size_t": ctypes.c_size_t,
+    "uintptr_t": ctypes.c_size_t,
+    "double": ctypes.c_double,
+    "int64_t": ctypes.c_int64,
+    "uint64_t": ctypes.c_uint64,
+    "char": ctypes.c_char,
+    "cudaStream_t": ctypes.c_void_p,
+    "cca_oom_verdict_t": ctypes.c_int,
+    "cca_snapshot_state_t": ctypes.c_int,
+}
+
+
+class _FieldLayout(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p), ("offset", ctypes.c_size_t),
+                ("size", ctypes.c_size_t), ("count", ctypes.c_size_t), ("doc", ctypes.c_char_p)]
+
+
+class _StructLayout(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("size", ctypes.c_size_t), ("n_fields", ctypes.c_size_t),
+                ("fields", ctypes.POINTER(_FieldLayout))]
+
+
+def library_path():
+    """The libcca this process uses (CCA_LIBRARY, else the package's own)."""
+    env = os.environ.get("CCA_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("libcca.so", "libcca.so.0"):
+        p = os.path.join(here, name)
+        if os.path.exists(p):
+            return p
+    found = glob.glob(os.path.join(here, "libcca.so*"))
+    if found:
+        return sorted(found)[0]
+    raise OSError("cca: libcca.so not found beside the package; set CCA_LIBRARY to a built libcca.so")
+
+
+def hooks_path(torch_variant=True):
+    """The hook library torch loads: libcca_hooks_torch.so (throws
+    torch.cuda.OutOfMemoryError) when built, else libcca_hooks.so; from
+    CCA_HOOKS_LIBRARY, beside libcca, or in a build tree's hooks/."""
+    env = os.environ.get("CCA_HOOKS_LIBRARY")
+    if env:
+        return env
+    base = os.path.dirname(os.path.abspath(library_path()))
+    names = (["libcca_hooks_torch.so"] if torch_variant else []) + ["libcca_hooks.so"]
+    for d in (base, os.path.join(base, "..", "hooks")):
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.exists(p):
+                return os.path.abspath(p)
+    raise OSError("cca: libcca_hooks.so not found beside libcca; set CCA_HOOKS_LIBRARY")
+
+
+def _preload_runtime():
+    """Makes the framework's CUDA runtime the one libcca binds to."""
+    try:
+        from cuda import pathfinder  # type: ignore
+        pathfinder.load_nvidia_dynamic_lib("cudart")
+        return
+    except Exception:
+        pass
+    candidates = ["libcudart.so.13", "libcudart.so.12", ctypes.util.find_library("cudart")]
+    root = os.environ.get("CUDA_PATH") or os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    candidates += sorted(glob.glob(os.path.join(root, "lib64", "libcudart.so*")), reverse=True)
+    for c in candidates:
+        if not c:
+            continue
+        try:
+            ctypes.CDLL(c, mode=ctypes.RTLD_GLOBAL)
+            return
+        except OSError:
+            continue
+
+
+def _declare(lib):
+    c = ctypes
+    vp, sz, i, st = c.c_void_p, c.c_size_t, c.c_int, c.c_int
+    sigs = {
+        "cca_default": (st, [i, c.POINTER(vp)]),
+        "cca_default_existing": (st, [i, c.POINTER(vp)]),
+        "cca_default_configure": (st, [c.c_char_p]),
+        "cca_malloc": (st, [vp, c.POINTER(vp), sz, vp]),
+        "cca_free": (st, [vp, vp]),
+        "cca_record_stream": (st, [vp, vp, vp]),
+        "cca_empty_cache": (st, [vp]),
+        "cca_get_stats_sized": (st, [vp, vp, sz]),
+        "cca_reset_peak_stats": (st, [vp]),
+        "cca_reset_accumulated_stats": (st, [vp]),
+        "cca_check": (st, [vp]),
+        "cca_get_fragmentation_sized": (st, [vp, vp, sz]),
+        "cca_last_oom_report_sized": (st, [vp, vp, sz]),
+        "cca_oom_report_format_sized": (sz, [vp, sz, c.c_char_p, sz]),
+        "cca_oom_judge": (None, [vp]),
+        "cca_oom_verdict_string": (c.c_char_p, [i]),
+        "cca_snapshot_json": (st, [vp, vp, vp]),
+        "cca_memory_summary": (st, [vp, vp, vp]),
+        "cca_set_memory_fraction": (st, [vp, c.c_double]),
+        "cca_set_memory_limit": (st, [vp, sz]),
+        "cca_get_memory_cap": (st, [vp, c.POINTER(sz), c.POINTER(c.c_double), c.POINTER(sz)]),
+        "cca_current_device": (st, [c.POINTER(i)]),
+        "cca_mem_get_info": (st, [i, c.POINTER(sz), c.POINTER(sz)]),
+        "cca_status_string": (c.c_char_p, [i]),
+        "cca_last_error_string": (c.c_char_p, []),
+        "cca_struct_layouts": (c.POINTER(_StructLayout), [c.POINTER(sz)]),
+        "cca_config_keys": (vp, [c.POINTER(sz)]),
+        "cca_stream_retire": (st, [vp, vp]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+
+
+def lib():
+    """The loaded libcca (loaded on first call)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            if not os.environ.get("CCA_LIBRARY"):
+                _preload_runtime()
+            handle = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            _declare(handle)
+            _build_structs(handle)
+            _lib = handle
+    return _lib
+
+
+def _ctype(layout_type, count, structs):
+    base = _SCALARS.get(layout_type) or structs.get(layout_type)
+    if base is None:
+        raise TypeError("cca: no ctypes type for the C type " + layout_type)
+    return base * count if count > 1 else base
+
+
+def _build_structs(handle):
+    n = ctypes.c_size_t()
+    arr = handle.cca_struct_layouts(ctypes.byref(n))
+    built = {}
+    pending = [arr[k] for k in range(n.value)]
+    while pending:                                    # inner structs (cca_stat_t, ...) first
+        progress = False
+        for lay in list(pending):
+            name = lay.name.decode()
+            fields, names, at = [], [], 0
+            try:
+                for f in (lay.fields[j] for j in range(lay.n_fields)):
+                    if f.offset > at:
+                        fields.append(("_pad%d" % at, ctypes.c_char * (f.offset - at)))
+                    fields.append((f.name.decode(), _ctype(f.type.decode(), f.count, built)))
+                    names.append(f.name.decode())
+                    at = f.offset + f.size
+            except TypeError:
+                continue
+            if lay.size > at:
+                fields.append(("_tail", ctypes.c_char * (lay.size - at)))
+            cls = type(name, (ctypes.Structure,), {"_fields_": fields, "_cca_fields": tuple(names)})
+            if ctypes.sizeof(cls) != lay.size:
+                raise TypeError("cca: %s is %d bytes in libcca, %d in ctypes" % (name, lay.size, ctypes.sizeof(cls)))
+            built[name] = cls
+            pending.remove(lay)
+            progress = True
+        if not progress:
+            raise TypeError("cca: cannot build " + ", ".join(p.name.decode() for p in pending))
+    _structs.update(built)
+
+
+def struct(name):
+    """The ctypes class of a cca struct ("cca_stats_t", ...), from its layout."""
+    lib()
+    return _structs[name]
+
+
+def error_text():
+    return (lib().cca_last_error_string() or b"").decode(errors="replace")

@@ -1,0 +1,261 @@
+"""The Python package on the simulated device: every call, torch's key set,
+figures equal to the C library's for the same allocations, the four
+verdicts, the ctypes layouts against C's own, the hook library loaded by
+path as torch loads it."""
+import ctypes
+import subprocess
+import sys
+
+import pytest
+
+import cca
+from cca import _lib
+
+MiB = 1 << 20
+
+# torch 2.11's memory_stats() keys, from its sources (torch/csrc/cuda/Module.cpp
+# and torch/cuda/memory.py): written out here, not taken from cca.
+TORCH_COUNTERS = ["num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
+                  "num_device_free"]
+TORCH_STATS = ["allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+               "active_bytes", "inactive_split_bytes", "requested_bytes"]
+TORCH_KEYS = sorted(TORCH_COUNTERS + [f"{s}.{p}.{k}" for s in TORCH_STATS for p in ("all", "small_pool", "large_pool")
+                                      for k in ("current", "peak", "allocated", "freed")]
+                    + [f"{s}.{k}" for s in ("oversize_allocations", "oversize_segments")
+                       for k in ("current", "peak", "allocated", "freed")])
+
+
+def c_malloc(device, size, stream=None):
+    """(status name, pointer) of cca_malloc on the device's default allocator."""
+    lib = _lib.lib()
+    a = ctypes.c_void_p()
+    assert lib.cca_default(device, ctypes.byref(a)) == 0
+    p = ctypes.c_void_p()
+    st = lib.cca_malloc(a, ctypes.byref(p), size, stream)
+    return lib.cca_status_string(st).decode(), p.value
+
+
+def c_free(device, p):
+    lib = _lib.lib()
+    a = ctypes.c_void_p()
+    assert lib.cca_default(device, ctypes.byref(a)) == 0
+    assert lib.cca_free(a, p) == 0
+
+
+def c_stats(device):
+    lib = _lib.lib()
+    a = ctypes.c_void_p()
+    assert lib.cca_default(device, ctypes.byref(a)) == 0
+    s = _lib.struct("cca_stats_t")()
+    assert lib.cca_get_stats_sized(a, ctypes.byref(s), ctypes.sizeof(s)) == 0
+    return s
+
+
+def test_memory_stats_has_exactly_torchs_keys(sim):
+    d = sim.fresh_device()
+    stats = cca.memory_stats(d)
+    assert list(stats.keys()) == TORCH_KEYS
+    assert len(stats) == 122
+    nested = cca.memory_stats_as_nested_dict(d)
+    assert set(nested) == set(TORCH_COUNTERS + TORCH_STATS + ["oversize_allocations", "oversize_segments"])
+    assert stats["max_split_size"] == -1
+
+
+def test_hook_allocations_are_seen_by_the_package(sim, hooks):
+    """Bytes allocated through cca_torch_malloc, with the hook library loaded
+    by path as torch loads it, are this package's figures: one cca."""
+    d = sim.fresh_device()
+    p = hooks.cca_torch_malloc(3 * MiB + 5, d, None)
+    q = hooks.cca_torch_malloc(1000, d, None)
+    assert p and q
+    assert cca.memory_allocated(d) == 3 * MiB + 512 + 1024
+    st = cca.memory_stats(d)
+    assert st["requested_bytes.all.current"] == 3 * MiB + 5 + 1000
+    assert st["allocation.all.current"] == 2
+    assert st["allocation.large_pool.current"] == 1 and st["allocation.small_pool.current"] == 1
+    hooks.cca_torch_free(p, 3 * MiB + 5, d, None)
+    hooks.cca_torch_free(q, 1000, d, None)
+    assert cca.memory_allocated(d) == 0
+    assert cca.max_memory_allocated(d) == 3 * MiB + 512 + 1024
+    cca.check(d)
+
+
+def test_figures_equal_the_c_librarys(sim):
+    d = sim.fresh_device()
+    ptrs = [c_malloc(d, n)[1] for n in (512, 4096, 2 * MiB, 30 * MiB)]
+    c_free(d, ptrs[1])
+    s, st = c_stats(d), cca.memory_stats(d)
+    for k, name in enumerate(TORCH_STATS):
+        for j, pool in enumerate(("all", "small_pool", "large_pool")):
+            for part in ("current", "peak", "allocated", "freed"):
+                assert st[f"{name}.{pool}.{part}"] == getattr(getattr(s, name)[j], part), (name, pool, part)
+    for name in TORCH_COUNTERS:
+        assert st[name] == getattr(s, name)
+    assert cca.memory_reserved(d) == s.reserved_bytes[0].current == 2 * MiB + 20 * MiB + 30 * MiB
+    assert cca.max_memory_reserved(d) == s.reserved_bytes[0].peak
+    for p in ptrs[:1] + ptrs[2:]:
+        c_free(d, p)
+
+
+def test_resets_and_empty_cache(sim):
+    d = sim.fresh_device()
+    _, p = c_malloc(d, 8 * MiB)
+    c_free(d, p)
+    assert cca.max_memory_allocated(d) == 8 * MiB
+    cca.reset_peak_memory_stats(d)
+    assert cca.max_memory_allocated(d) == 0
+    cca.reset_max_memory_allocated(d)
+    cca.reset_accumulated_memory_stats(d)
+    st = cca.memory_stats(d)
+    assert st["allocation.all.allocated"] == 0 and st["num_device_alloc"] == 0
+    assert cca.memory_reserved(d) == 20 * MiB
+    cca.empty_cache()
+    assert cca.memory_reserved(d) == 0
+    assert cca.memory_stats(d)["num_device_free"] == 1
+
+
+def test_summary_snapshot_fragmentation_and_mem_get_info(sim):
+    d = sim.fresh_device(256 * MiB)
+    ptrs = [c_malloc(d, 2 * MiB)[1] for _ in range(4)]
+    c_free(d, ptrs[1])
+    text = cca.memory_summary(d)
+    assert "cca memory summary, device %d" % d in text and "Allocated memory" in text
+    segs = [s for s in cca.memory_snapshot() if s["device"] == d]
+    assert len(segs) == 1 and segs[0]["total_size"] == 20 * MiB
+    assert segs[0]["segment_type"] == "large"
+    states = [b["state"] for b in segs[0]["blocks"]]
+    assert states.count("active_allocated") == 3 and "inactive" in states
+    assert {"address", "size", "requested_size", "state"} <= set(segs[0]["blocks"][0])
+    f = cca.fragmentation(d)
+    assert f["reserved"] == 20 * MiB and f["allocated"] == 6 * MiB and f["segments"] == 1
+    assert f["free_cached"] == 14 * MiB and f["largest_free"] == 12 * MiB
+    assert f["external_fragmentation"] == pytest.approx(1 - 12 / 14)
+    assert f["classes"][2 * MiB]["allocated_blocks"] == 3
+    free, total = cca.mem_get_info(d)
+    assert total == 256 * MiB and free == 256 * MiB - 20 * MiB
+    for p in ptrs[:1] + ptrs[2:]:
+        c_free(d, p)
+
+
+def test_memory_fraction(sim):
+    d = sim.fresh_device(64 * MiB)
+    assert cca.get_per_process_memory_fraction(d) == 1.0
+    cca.set_per_process_memory_fraction(0.5, d)
+    assert cca.get_per_process_memory_fraction(d) == 0.5
+    for bad in (0, -0.1, 1.5, "x"):
+        with pytest.raises(ValueError):
+            cca.set_per_process_memory_fraction(bad, d)
+    with pytest.raises(ValueError, match="2 MiB"):
+        cca.set_per_process_memory_fraction(0.01, d)   # under one 2 MiB segment of 64 MiB
+    assert cca.get_per_process_memory_fraction(d) == 0.5
+
+
+def test_device_arguments(sim):
+    d = sim.fresh_device()
+
+    class Dev:                                         # what torch.device offers
+        type, index = "cuda", d
+
+    assert cca.memory_allocated(d) == cca.memory_allocated("cuda:%d" % d) == cca.memory_allocated(Dev())
+    assert cca.memory_allocated() == cca.memory_allocated(0)   # the current device
+    for bad in ("cpu", -1, 64):
+        with pytest.raises(ValueError):
+            cca.memory_allocated(bad)
+
+
+def _oom(d, size):
+    status, p = c_malloc(d, size)
+    assert status == "CCA_ERROR_OUT_OF_MEMORY" and p is None
+    r = cca.last_oom(d)
+    assert r is not None and r.requested == size and r.device == d
+    assert len(str(r).splitlines()) == 3 and str(r).startswith("cca: out of memory on device %d" % d)
+    return r
+
+
+def test_the_four_verdicts(sim):
+    exhausted = sim.fresh_device(64 * MiB)
+    assert cca.last_oom(exhausted) is None
+    held = [c_malloc(exhausted, 20 * MiB)[1] for _ in range(3)]
+    r = _oom(exhausted, 8 * MiB)
+    assert r.verdict == "exhausted" and r.need_live == 16 * MiB and "of live allocations" in r.advice
+
+    fragmented = sim.fresh_device(61 * MiB)
+    blocks = [c_malloc(fragmented, 2 * MiB)[1] for _ in range(30)]
+    for p in blocks[::2]:
+        c_free(fragmented, p)
+    r = _oom(fragmented, 6 * MiB)
+    assert r.verdict == "fragmented" and r.need_cached == 19 * MiB and r.largest_free == 2 * MiB
+
+    cap = sim.fresh_device(256 * MiB)
+    cca.set_per_process_memory_fraction(40 * MiB / (256 * MiB), cap)
+    keep = c_malloc(cap, 30 * MiB)[1]
+    r = _oom(cap, 12 * MiB)
+    assert r.verdict == "cap" and r.need_cap == 2 * MiB and r.cap == 40 * MiB
+
+    external = sim.fresh_device(64 * MiB)
+    sim.outside(external, 60 * MiB)
+    r = _oom(external, 8 * MiB)
+    assert r.verdict == "external" and r.external == 60 * MiB and r.need_external == 16 * MiB
+    assert cca.memory_stats(external)["num_ooms"] == 1
+    for p in held:
+        c_free(exhausted, p)
+    for p in blocks[1::2]:
+        c_free(fragmented, p)
+    c_free(cap, keep)
+
+
+def _check_stat(stat, base):
+    for k, part in enumerate(("current", "peak", "allocated", "freed"), 1):
+        assert getattr(stat, part) == (base + k) * 1000 + 1, (part, base)
+
+
+@pytest.mark.parametrize("name", ["cca_stats_t", "cca_config_t", "cca_frag_t", "cca_segment_info_t",
+                                  "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t"])
+def test_ctypes_layouts_read_what_c_wrote(probe, name):
+    cls = _lib.struct(name)
+    obj = cls()
+    assert probe.cca_probe_fill(name.encode(), ctypes.byref(obj)) == len(cls._cca_fields)
+    for i, field in enumerate(cls._cca_fields, 1):
+        v = getattr(obj, field)
+        ctype = dict(cls._fields_)[field]
+        if name == "cca_stats_t":
+            if field in TORCH_STATS:
+                for j in range(3):
+                    _check_stat(v[j], i * 100 + j * 10)
+            elif field.startswith("oversize"):
+                _check_stat(v, i * 100)
+            else:
+                assert v == i * 1000 + 1, field
+        elif getattr(ctype, "_type_", None) is ctypes.c_char:
+            assert v == b"f%d" % i, field
+        elif field == "classes":
+            for j in range(len(v)):
+                base = (i * 1000 + j + 1) // 10
+                for k, part in enumerate(type(v[j])._cca_fields, 1):
+                    assert getattr(v[j], part) == (base + k) * 1000 + 1, (field, j, part)
+        elif hasattr(v, "__len__"):
+            assert list(v) == [i * 1000 + j + 1 for j in range(len(v))], field
+        else:
+            assert v == i * 1000 + 1, field
+
+
+def test_configure_before_first_use_in_a_fresh_process(sim):
+    code = ("import cca; cca.configure('preset:lean'); print(cca.memory_stats(0)['max_split_size']);"
+            "import sys\ntry:\n    cca.configure('preset:pytorch')\nexcept ValueError as e:\n    print('late:', e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0] == str(128 * MiB)
+    assert out.splitlines()[1].startswith("late:") and "in use" in out
+    bad = subprocess.run([sys.executable, "-c", "import cca; cca.configure('max_split_size_mb:5')"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "max_split_size_mb" in bad.stderr
+
+
+def test_config_keys_and_errors(sim):
+    keys = cca.config_keys()
+    assert set(keys) == {"max_split_size_mb", "roundup_power2_divisions", "garbage_collection_threshold",
+                         "memory_fraction", "memory_limit_mb", "release_before_grow", "segment_growth_percent",
+                         "preset"}
+    assert keys["preset"][2] == "pytorch"
+    with pytest.raises(ValueError, match="in use"):
+        cca.configure("preset:lean")                  # the allocators of this process exist already
+    assert issubclass(cca.OutOfMemoryError, MemoryError) and issubclass(cca.OutOfMemoryError, RuntimeError)

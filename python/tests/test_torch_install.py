@@ -1,0 +1,141 @@
+"""cca.allocators.torch.install(): against a stand-in for torch that records
+what torch's CUDAPluggableAllocator would get (the hook library's path and
+symbols, every optional hook's address, the swap, the patched functions),
+and against the real torch where it is importable (skipped otherwise)."""
+import ctypes
+import importlib
+import subprocess
+import sys
+import types
+
+import pytest
+
+import cca
+from cca import _lib
+
+MiB = 1 << 20
+
+
+class FakeHooks:
+    def __init__(self):
+        self.set = {}
+
+    def __getattr__(self, name):
+        if name.startswith("set_"):
+            return lambda addr: self.set.__setitem__(name, addr)
+        raise AttributeError(name)
+
+
+class FakePluggable:
+    """Like torch.cuda.memory.CUDAPluggableAllocator: loads the library with
+    ctypes.CDLL and keeps the two functions' addresses."""
+    made = []
+
+    def __init__(self, path, alloc_name, free_name):
+        lib = ctypes.CDLL(path)
+        self.path = path
+        self.alloc = ctypes.cast(getattr(lib, alloc_name), ctypes.c_void_p).value
+        self.free = ctypes.cast(getattr(lib, free_name), ctypes.c_void_p).value
+        self._allocator = FakeHooks()
+        FakePluggable.made.append(self)
+
+    def allocator(self):
+        return self._allocator
+
+
+def fake_torch(initialized=False, benchmark=False):
+    torch = types.ModuleType("torch")
+    memory = types.ModuleType("torch.cuda.memory")
+    memory.CUDAPluggableAllocator = FakePluggable
+    memory.swapped = []
+    memory.change_current_allocator = memory.swapped.append
+    for name in ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary",
+                 "reset_peak_memory_stats", "memory_snapshot", "get_per_process_memory_fraction"):
+        setattr(memory, name, lambda *a, **k: (_ for _ in ()).throw(RuntimeError("CUDAPluggableAllocator does not "
+                                                                                   "yet support getDeviceStats")))
+    cuda = types.ModuleType("torch.cuda")
+    cuda.memory = memory
+    cuda.is_initialized = lambda: initialized
+    for name in dir(memory):
+        if not name.startswith("_") and callable(getattr(memory, name)):
+            setattr(cuda, name, getattr(memory, name))
+    torch.cuda = cuda
+    torch.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(benchmark=benchmark))
+    return torch
+
+
+@pytest.fixture
+def installer(monkeypatch):
+    def make(**kw):
+        torch = fake_torch(**kw)
+        monkeypatch.setitem(sys.modules, "torch", torch)
+        mod = importlib.import_module("cca.allocators.torch")
+        monkeypatch.setattr(mod, "_installed", None)
+        return mod, torch
+    return make
+
+
+def test_install_wires_every_hook_and_answers_torchs_functions(installer, sim):
+    mod, torch = installer()
+    FakePluggable.made.clear()
+    alloc = mod.install()
+    assert FakePluggable.made == [alloc] and torch.cuda.memory.swapped == [alloc]
+    assert alloc.path == _lib.hooks_path()
+    hooks = ctypes.CDLL(alloc.path)
+
+    def addr(name):
+        return ctypes.cast(getattr(hooks, name), ctypes.c_void_p).value
+
+    assert alloc.alloc == addr("cca_torch_malloc") and alloc.free == addr("cca_torch_free")
+    assert alloc._allocator.set == {
+        "set_init_fn": addr("cca_torch_init"), "set_reset_fn": addr("cca_torch_empty_cache"),
+        "set_memory_fraction_fn": addr("cca_torch_set_memory_fraction"),
+        "set_record_stream_fn": addr("cca_torch_record_stream"),
+        "set_begin_allocate_to_pool": addr("cca_torch_begin_allocate_to_pool"),
+        "set_end_allocate_to_pool_fn": addr("cca_torch_end_allocate_to_pool"),
+        "set_release_pool": addr("cca_torch_release_pool")}
+    # torch calls the malloc address: the bytes are cca's, and torch's functions say so
+    d = sim.fresh_device()
+    malloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)(alloc.alloc)
+    free = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)(alloc.free)
+    p = malloc(5 * MiB, d, None)
+    assert p
+    for m in (torch.cuda, torch.cuda.memory):
+        assert m.memory_allocated(d) == 5 * MiB
+        assert m.memory_stats(d)["allocation.all.current"] == 1
+        assert m.max_memory_allocated is cca.max_memory_allocated
+    free(p, 5 * MiB, d, None)
+    assert torch.cuda.memory_allocated(d) == 0
+    assert mod.install() is alloc, "a second install is the first one"
+    assert mod.throws_torch_oom() in (True, False)
+
+
+def test_install_refuses_after_cuda_is_initialized(installer):
+    mod, torch = installer(initialized=True)
+    with pytest.raises(RuntimeError, match="before anything initializes CUDA"):
+        mod.install()
+    assert torch.cuda.memory.swapped == []
+
+
+def test_install_warns_about_cudnn_benchmark(installer):
+    mod, torch = installer(benchmark=True)
+    with pytest.warns(RuntimeWarning, match="cudnn.benchmark"):
+        mod.install(patch_torch=False)
+    with pytest.raises(RuntimeError, match="getDeviceStats"):
+        torch.cuda.memory_stats(0)                    # not patched: torch's own, which raises
+
+
+def _real_torch():
+    try:
+        import torch  # noqa: F401
+    except Exception as e:                            # noqa: BLE001 - any failure to import means no torch here
+        pytest.skip("torch is not importable here (%s): skipped; scripts/gpu-check runs it on a GPU" % e)
+
+
+def test_real_torch_swaps_to_cca():
+    _real_torch()
+    code = ("import torch, cca.allocators.torch as t; a = t.install(); "
+            "print(type(a).__name__, torch.cuda.memory_allocated is __import__('cca').memory_allocated)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["CUDAPluggableAllocator", "True"]
