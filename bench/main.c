@@ -22,6 +22,7 @@ static const struct { const char *name; scenario_fn fn; } scenarios[] = {
     {"threads", scen_threads},
     {"streams", scen_streams},
     {"xfree", scen_xfree},
+    {"hooks", scen_hooks},
     {"replay", scen_replay},
 };
 #define N_SCEN (sizeof scenarios / sizeof scenarios[0])
@@ -40,7 +41,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cca-bench [options]\n"
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
-        "                    threads, streams, xfree, replay (default: all)\n"
+        "                    threads, streams, xfree, hooks, replay (default: all)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"
         "  --json FILE       also write every figure as JSON\n"

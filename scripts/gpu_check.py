@@ -1,0 +1,195 @@
+"""The Python parts of scripts/gpu-check, one per process:
+    python3 scripts/gpu_check.py PART OUTDIR MODE        (MODE: cuda or sim)
+Each writes OUTDIR/PART.json: {"part", "status", "seconds", ...figures}.
+Parts that need torch (and a GPU) record why they were skipped where torch
+is not importable or MODE is sim.
+
+  maps           one CUDA runtime in the process (/proc/self/maps) with torch and cca
+  keys           cca's memory_stats() keys and snapshot fields against native torch's
+  oom            an OOM under a cap caught as torch.cuda.OutOfMemoryError (or RuntimeError), with a verdict
+  record_stream  a tensor used on a side stream is not reused before that stream's work is done
+  latency        alloc+free through the hook against torch's native allocator
+  train          a small transformer, varying sequence lengths: native, cca, preset:lean in fresh processes
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PART, OUT, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
+T0 = time.time()
+MiB = 1 << 20
+
+
+def emit(status, **figures):
+    figures.update(part=PART, status=status, seconds=round(time.time() - T0, 2))
+    with open(os.path.join(OUT, PART + ".json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    print(json.dumps(figures))
+    sys.exit(0)
+
+
+def need_torch():
+    if MODE != "cuda":
+        emit("skipped", reason="simulated device: torch needs a GPU")
+    try:
+        import torch
+    except Exception as e:                            # noqa: BLE001
+        emit("skipped", reason="torch not importable: %s" % e)
+    if not torch.cuda.is_available():
+        emit("skipped", reason="torch sees no CUDA device")
+    return torch
+
+
+def run_child(code, env=None):
+    """Runs code in a fresh interpreter; returns its last stdout line as JSON."""
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def runtimes_mapped():
+    paths = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()[-1]
+            if "libcudart" in p or "libcca_sim" in p:
+                paths.add(os.path.realpath(p))
+    return sorted(paths)
+
+
+if PART == "maps":
+    if MODE == "sim":
+        import cca
+        cca.memory_allocated(0)
+        maps = runtimes_mapped()
+        emit("ok" if len(maps) == 1 else "failed", runtimes=maps)
+    torch = need_torch()
+    import cca.allocators.torch as ct
+    ct.install()
+    x = torch.ones(1024, device="cuda")
+    maps = runtimes_mapped()
+    emit("ok" if len(maps) == 1 else "failed", runtimes=maps, allocated=int(torch.cuda.memory_allocated()))
+
+if PART == "keys":
+    need_torch()
+    probe = ("import json, torch\n{setup}\nx = torch.ones(1 << 20, device='cuda'); y = torch.ones(100, device='cuda')\n"
+             "s = torch.cuda.memory_snapshot()\n"
+             "print(json.dumps({{'keys': sorted(torch.cuda.memory_stats()), 'seg': sorted(s[0]),"
+             " 'block': sorted(s[0]['blocks'][0]), 'alloc': torch.cuda.memory_allocated()}}))")
+    native = run_child(probe.format(setup=""))
+    mine = run_child(probe.format(setup="import cca.allocators.torch as t; t.install()"))
+    same = native["keys"] == mine["keys"]
+    seg_missing = sorted(set(native["seg"]) - set(mine["seg"]))
+    block_missing = sorted(set(native["block"]) - set(mine["block"]))
+    emit("ok" if same else "failed", stats_keys_equal=same, only_native=sorted(set(native["keys"]) - set(mine["keys"])),
+         only_cca=sorted(set(mine["keys"]) - set(native["keys"])), segment_fields_missing=seg_missing,
+         block_fields_missing=block_missing, allocated_native=native["alloc"], allocated_cca=mine["alloc"])
+
+if PART == "oom":
+    torch = need_torch()
+    import cca
+    import cca.allocators.torch as ct
+    ct.install(conf="memory_limit_mb:1024")
+    caught, kind = None, None
+    try:
+        torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    except torch.cuda.OutOfMemoryError as e:
+        caught, kind = str(e), "torch.cuda.OutOfMemoryError"
+    except RuntimeError as e:
+        caught, kind = str(e), "RuntimeError"
+    r = cca.last_oom()
+    ok = caught is not None and caught.startswith("CUDA out of memory.") and r is not None and r.verdict == "cap"
+    want = "torch.cuda.OutOfMemoryError" if ct.throws_torch_oom() else "RuntimeError"
+    emit("ok" if ok and kind == want else "failed", exception=kind, expected=want, verdict=r and r.verdict,
+         message=(caught or "")[:600])
+
+if PART == "record_stream":
+    torch = need_torch()
+    import cca.allocators.torch as ct
+    ct.install()
+    side = torch.cuda.Stream()
+    n = 1 << 22
+    x = torch.full((n,), 3.0, device="cuda")
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        big = torch.randn(4096, 4096, device="cuda")
+        for _ in range(20):                           # keep the side stream busy
+            big = big @ big / 4096
+        y = x * 2
+    x.record_stream(side)
+    addr = x.data_ptr()
+    del x
+    z = torch.full((n,), 7.0, device="cuda")          # must not take x's memory before side is done
+    reused_early = z.data_ptr() == addr
+    torch.cuda.synchronize()
+    ok = bool((y == 6.0).all()) and not reused_early
+    emit("ok" if ok else "failed", reused_while_pending=reused_early, result_correct=bool((y == 6.0).all()))
+
+if PART == "latency":
+    need_torch()
+    code = ("import json, time, torch\n{setup}\ntorch.cuda.init(); n = 200000\n"
+            "for size in (4096, 1 << 20):\n"
+            "    for _ in range(1000): torch.cuda.caching_allocator_delete(torch.cuda.caching_allocator_alloc(size))\n"
+            "r = {{}}\n"
+            "for size in (4096, 1 << 20):\n"
+            "    t = time.perf_counter_ns()\n"
+            "    for _ in range(n): torch.cuda.caching_allocator_delete(torch.cuda.caching_allocator_alloc(size))\n"
+            "    r[str(size)] = (time.perf_counter_ns() - t) / n\n"
+            "print(json.dumps(r))")
+    native = [run_child(code.format(setup="")) for _ in range(3)]
+    mine = [run_child(code.format(setup="import cca.allocators.torch as t; t.install()")) for _ in range(3)]
+    res = {}
+    for size in ("4096", "1048576"):
+        a = statistics.median(r[size] for r in native)
+        b = statistics.median(r[size] for r in mine)
+        res[size] = {"native_ns_per_pair": round(a, 1), "cca_ns_per_pair": round(b, 1), "ratio": round(b / a, 3)}
+    emit("ok", note="through torch.cuda.caching_allocator_alloc/delete from Python: both pay the same Python cost",
+         **{"size_" + k: v for k, v in res.items()})
+
+if PART == "train":
+    need_torch()
+    code = r'''
+import json, os, statistics, time
+os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+import torch
+MODE = "%s"
+if MODE != "native":
+    import cca.allocators.torch as t
+    t.install(conf=None if MODE == "cca" else "preset:lean")
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = False
+layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True, dropout=0.0)
+model = torch.nn.TransformerEncoder(layer, num_layers=4).cuda()
+head = torch.nn.Linear(256, 256).cuda()
+opt = torch.optim.AdamW(list(model.parameters()) + list(head.parameters()), lr=1e-4)
+gen = torch.Generator().manual_seed(1)
+losses, times = [], []
+for step in range(300):
+    seq = 32 + (step * 37) %% 224                     # varying sequence lengths
+    x = torch.randn(16, seq, 256, generator=gen).cuda()
+    t0 = time.perf_counter()
+    loss = head(model(x)).pow(2).mean()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    torch.cuda.synchronize()
+    times.append(time.perf_counter() - t0)
+    losses.append(loss.item())
+st = torch.cuda.memory_stats()
+print(json.dumps({"losses": losses, "median_step_ms": statistics.median(times[20:]) * 1e3,
+                  "peak_allocated": torch.cuda.max_memory_allocated(), "peak_reserved": torch.cuda.max_memory_reserved(),
+                  "device_alloc": st["num_device_alloc"], "device_free": st["num_device_free"]}))
+'''
+    runs = {m: run_child(code % m) for m in ("native", "cca", "lean")}
+    same = runs["native"]["losses"] == runs["cca"]["losses"] == runs["lean"]["losses"]
+    summary = {m: {k: v for k, v in r.items() if k != "losses"} for m, r in runs.items()}
+    emit("ok" if same else "failed", identical_losses=same, final_loss=runs["native"]["losses"][-1], **summary)
+
+emit("failed", reason="unknown part " + PART)
