@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <locale.h>
 #include <strings.h>
 #include "internal.h"
 
@@ -54,7 +55,7 @@ const cca_config_key_t *cca_config_keys(size_t *count)
 
 #define MIN_FRACTION 0x1p-40                         /* below: not a share of any device */
 #define MAX_DIVISIONS (1u << 20)
-#define MAX_MB ((unsigned long long)(SIZE_MAX / MB))
+#define MAX_MB ((unsigned long long)(INT64_MAX / MB))   /* byte counts stay within int64 (the statistics') */
 
 static bool pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
 
@@ -64,8 +65,8 @@ static const char *check_field(const cca_config_t *c, int k)
 {
     switch (k) {
     case K_max_split_size_mb:
-        return c->max_split_size != SIZE_MAX && c->max_split_size <= CCA_LARGE_BUFFER
-             ? "max_split_size_mb (max_split_size) must be above 20 MiB, or unlimited" : NULL;
+        return c->max_split_size != SIZE_MAX && (c->max_split_size <= CCA_LARGE_BUFFER || c->max_split_size > (size_t)INT64_MAX)
+             ? "max_split_size_mb (max_split_size) must be above 20 MiB and below 2^63 bytes, or unlimited" : NULL;
     case K_roundup_power2_divisions:
         for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++)
             if (!pow2_or_zero(c->roundup_power2_divisions[i]) || c->roundup_power2_divisions[i] > MAX_DIVISIONS)
@@ -78,8 +79,8 @@ static const char *check_field(const cca_config_t *c, int k)
         return !(c->memory_fraction == 0.0 || (c->memory_fraction >= MIN_FRACTION && c->memory_fraction <= 1.0))
              ? "memory_fraction must be in [2^-40, 1], or 0 for no cap" : NULL;
     case K_memory_limit_mb:
-        return c->memory_limit && c->memory_limit < CCA_SMALL_BUFFER
-             ? "memory_limit_mb (memory_limit) must be at least 2 MiB, or 0 for no cap" : NULL;
+        return c->memory_limit && (c->memory_limit < CCA_SMALL_BUFFER || c->memory_limit > (size_t)INT64_MAX)
+             ? "memory_limit_mb (memory_limit) must be at least 2 MiB and below 2^63 bytes, or 0 for no cap" : NULL;
     case K_release_before_grow:
         return c->release_before_grow != 0 && c->release_before_grow != 1 ? "release_before_grow must be 0 or 1" : NULL;
     case K_segment_growth_percent:
@@ -155,12 +156,16 @@ static bool parse_u64(const char *s, unsigned long long *out)
     return true;
 }
 
+/* A decimal number ("0.5", "1e-3"), read the same whatever the program's
+ * locale; hex floats, inf and nan are refused. */
 static bool parse_double(const char *s, double *out)
 {
-    if (!*s) return false;
+    static locale_t c_locale;
+    if (!*s || strpbrk(s, "xXpP")) return false;
+    if (!c_locale) c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);   /* a benign race: both store the same */
     char *end;
     errno = 0;
-    *out = strtod(s, &end);
+    *out = c_locale ? strtod_l(s, &end, c_locale) : strtod(s, &end);
     return errno == 0 && *end == 0 && isfinite(*out);
 }
 
@@ -204,6 +209,9 @@ static cca_status_t parse_division_list(parser_t *ps, char *list, cca_config_t *
         } else {
             if (!parse_u64(k, &mb) || mb == 0 || !pow2_or_zero(mb))
                 return bad(ps, "roundup_power2_divisions: interval '%s' must be a power of 2 (MB) or '>'", shown(k, sh));
+            if (mb > (1ull << (CCA_ROUNDUP_INTERVALS - 1)))
+                return bad(ps, "roundup_power2_divisions: interval '%s' MB is past the last one (%llu MB and up): use '>'",
+                           shown(k, sh), 1ull << (CCA_ROUNDUP_INTERVALS - 1));
             int idx = interval_of_mb(mb);
             if (any && idx < next)
                 return bad(ps, "roundup_power2_divisions: interval '%s' is repeated or not in increasing order", shown(k, sh));

@@ -32,7 +32,11 @@ static void pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     cca_pending_t p = ev->pending[i];
     ev->pending[i] = ev->pending[--ev->n_pending];
     pool_put(ev, p.event);
-    if (--p.block->event_count == 0) _cca_free_block(a, p.block);
+    if (--p.block->event_count == 0) {
+        _cca_free_block(a, p.block);
+        if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
+            atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
+    }
 }
 
 void _cca_process_events(cca_allocator_t *a)

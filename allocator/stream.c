@@ -231,7 +231,10 @@ void _cca_streams_reap(cca_allocator_t *a)
 /* ---- thread exit ---------------------------------------------------------
  * A thread that used cudaStreamPerThread with an allocator keeps a list of
  * those records; a pthread key's destructor marks them dying when the
- * thread exits (no CUDA call there), if their allocator still lives. */
+ * thread exits (no CUDA call there), if their allocator still lives.
+ * Lock order: registry_lock, then a stream lock (thread_exit). Nothing may
+ * wait for registry_lock while holding a stream lock: register_exit, which
+ * runs all locked, only try-locks it. */
 
 typedef struct exit_entry { cca_allocator_t *a; uint64_t alloc_id, key; cca_stream_t *st; } exit_entry_t;
 typedef struct exit_list { size_t n, cap; exit_entry_t *e; } exit_list_t;
@@ -282,11 +285,18 @@ static bool register_exit(cca_allocator_t *a, cca_stream_t *st)
             return false;
         }
     }
-    for (size_t i = 0; i < l->n; i++)                 /* an entry of a destroyed allocator or dead record: reuse it */
+    for (size_t i = 0; i < l->n; i++)                 /* this allocator's earlier record (retired): reuse it */
         if (l->e[i].a == a && l->e[i].alloc_id == a->id) {
             l->e[i] = (exit_entry_t){ a, a->id, st->key, st };
             return true;
         }
+    if (l->n == l->cap && pthread_mutex_trylock(&registry_lock) == 0) {   /* drop destroyed allocators' entries */
+        size_t kept = 0;
+        for (size_t i = 0; i < l->n; i++)
+            if (registered(l->e[i].a, l->e[i].alloc_id)) l->e[kept++] = l->e[i];
+        l->n = kept;
+        pthread_mutex_unlock(&registry_lock);
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4;
         exit_entry_t *e = realloc(l->e, cap * sizeof *e);

@@ -112,7 +112,7 @@ CCA_API void (cca_config_init)(cca_config_t *cfg);
  * both the string and the struct path, the error messages, the exported
  * table (cca_config_keys) and README's table all follow this list. */
 #define CCA_CONFIG_KEYS(X) \
-    X(max_split_size_mb, "integer (MiB)", "21 .. 17592186044415", "unlimited", \
+    X(max_split_size_mb, "integer (MiB)", "21 .. 8796093022207", "unlimited", \
       "blocks this large are never split") \
     X(roundup_power2_divisions, "N, or [MB:N,...,>:N]", "each N 0 or a power of 2 up to 1048576; MB a power of 2", "0", \
       "round requests up to N steps per power-of-two interval (per interval from 1 MiB: PyTorch's rule)") \
@@ -120,7 +120,7 @@ CCA_API void (cca_config_init)(cca_config_t *cfg);
       "with a cap, release unused cached segments, the longest unused first, once reserved passes this share of the cap") \
     X(memory_fraction, "number", "[2^-40, 1], and at least one 2 MiB segment of the device", "no cap", \
       "cap as a share of the device's memory (the smaller cap wins)") \
-    X(memory_limit_mb, "integer (MiB)", "2 .. 17592186044415", "no cap", \
+    X(memory_limit_mb, "integer (MiB)", "2 .. 8796093022207", "no cap", \
       "cap in MiB (the smaller cap wins)") \
     X(release_before_grow, "True or False", "True, False, 1, 0", "False", \
       "before a new segment would raise the reserved peak, return unused cached segments (largest first)") \
@@ -441,8 +441,11 @@ CCA_API size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, siz
 
 /* Sets r's verdict, shortfall, need_* and advice from its figures, by the
  * rules above: a pure function, for reports built by hand or replayed.
- * NULL is a no-op. */
-CCA_API void cca_oom_judge(cca_oom_report_t *r);
+ * NULL, or a size below the first cca_oom_report_t's, is a no-op; fields
+ * past r_size are neither read nor written. */
+CCA_API void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size);
+CCA_API void (cca_oom_judge)(cca_oom_report_t *r);
+#define cca_oom_judge(r) cca_oom_judge_sized((r), sizeof(cca_oom_report_t))
 
 /* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
 CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);
@@ -500,7 +503,9 @@ CCA_API cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_sco
 
 /* ==== Layouts, for bindings ====
  * Every struct above, described from its field list: bindings (the Python
- * package) build their structures from these instead of restating them. */
+ * package) build their structures from these instead of restating them.
+ * These descriptor structs (and cca_config_key_t), returned as arrays, are
+ * frozen: they never grow. */
 
 typedef struct cca_field_layout {
     const char *name;                   /* the member's name */

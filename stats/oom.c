@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "stats_internal.h"
 
 /* The verdict is a pure function of the report's figures (cca_oom_judge;
@@ -71,8 +72,11 @@ static void put(text_t *t, const char *fmt, ...)
 
 /* One line, at most 320 bytes with every part present: what the request
  * needs, each needed change with its bytes, the largest request that fits. */
-static void advise(cca_oom_report_t *r, size_t max_split)
+/* cfg: the allocator's configuration (which cap setting binds, the split
+ * limit), or NULL for a report judged on its own. */
+static void advise(cca_oom_report_t *r, const cca_config_t *cfg)
 {
+    size_t max_split = cfg ? cfg->max_split_size : SIZE_MAX;
     char b[4][32];
     text_t t = { r->advice, sizeof r->advice, 0 };
     r->advice[0] = 0;
@@ -87,8 +91,14 @@ static void advise(cca_oom_report_t *r, size_t max_split)
     const char *sep = ": ";
     if (r->need_cap) {
         size_t to = r->cap + r->need_cap;
-        put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
-            (to + ((size_t)1 << 20) - 1) >> 20);
+        bool by_fraction = cfg && cfg->memory_fraction > 0.0 && r->device_total &&
+                           (!cfg->memory_limit || cfg->memory_limit > r->cap);   /* the fraction is the smaller cap */
+        if (by_fraction)
+            put(&t, "%sraise the cap by %s (memory_fraction:%.4g%s)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+                (double)to / (double)r->device_total + 0.00005, to > r->device_total ? ", more than the device" : "");
+        else
+            put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+                (to + ((size_t)1 << 20) - 1) >> 20);
         sep = "; ";
     }
     if (r->need_external) {
@@ -115,12 +125,17 @@ static void advise(cca_oom_report_t *r, size_t max_split)
         put(&t, "; free the allocations between free blocks, or allocate long-lived buffers first");
 }
 
-void cca_oom_judge(cca_oom_report_t *r)
+void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size)
 {
-    if (!r) return;
-    plan(r);
-    advise(r, SIZE_MAX);
+    if (!r || r_size < CCA_V1_OOM) return;
+    cca_oom_report_t mine = { 0 };
+    memcpy(&mine, r, r_size < sizeof mine ? r_size : sizeof mine);
+    plan(&mine);
+    advise(&mine, NULL);
+    memcpy(r, &mine, r_size < sizeof mine ? r_size : sizeof mine);   /* the caller's unknown tail stays */
 }
+
+void (cca_oom_judge)(cca_oom_report_t *r) { cca_oom_judge_sized(r, CCA_V1_OOM); }
 
 /* Called by the core under the lock, after release-and-retry failed. */
 void _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx)
@@ -128,7 +143,7 @@ void _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx)
     cca_oom_report_t r;
     _cca_oom_fill(a, ctx, &r);
     plan(&r);
-    advise(&r, a->cfg.max_split_size);
+    advise(&r, &a->cfg);
     if (!a->last_oom) a->last_oom = calloc(1, sizeof *a->last_oom);   /* kept if host memory allows */
     if (a->last_oom) {
         r.seq = a->last_oom->seq + 1;

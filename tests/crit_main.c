@@ -110,14 +110,31 @@ static int run_one(const test_t *t)
     return 1;
 }
 
+/* Whether there is a device, asked in a throwaway child: CUDA cannot be
+ * used in a process forked after its parent initialised it, and every test
+ * runs in a forked child. */
+static int have_device(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n < 1) {
+            printf("SKIP: no CUDA device (cudaGetDeviceCount: %s, %d devices)\n", cudaGetErrorName(e), n);
+            fflush(stdout);
+            _exit(77);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 int main(int argc, char *argv[])
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        printf("SKIP: no CUDA device (cudaGetDeviceCount: %s, %d devices)\n", cudaGetErrorName(e), n);
-        return 77;
-    }
+    if (!have_device()) return 77;
     int passed = 0, failed = 0, skipped = 0;
     char full[256];
     for (int i = 0; i < n_tests; i++) {

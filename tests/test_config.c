@@ -223,6 +223,9 @@ Test(config, the_bad_string_table)
         { "roundup_power2_divisions:[64:2,", "missing ']'" },
         { "roundup_power2_divisions:[64:2,,>:4]", "MB:divisions" },
         { "roundup_power2_divisions:2097152", "1048576" },
+        { "roundup_power2_divisions:[32768:2,65536:4]", "past the last one" },
+        { "memory_fraction:0x1p-1", "memory_fraction" },
+        { "garbage_collection_threshold:nan", "garbage_collection_threshold" },
         { "memory_fraction:1e-300", "2^-40" },
         { "memory_fraction:nan", "memory_fraction" },
         { "memory_fraction:inf", "memory_fraction" },
@@ -232,6 +235,8 @@ Test(config, the_bad_string_table)
         { "max_split_size_mb:18446744073709551616", "max_split_size_mb" },
         { "memory_limit_mb:1", "at least 2" },
         { "memory_limit_mb:17592186044416", "memory_limit_mb" },
+        { "memory_limit_mb:8796093022208", "memory_limit_mb" },
+        { "max_split_size_mb:8796093022208", "max_split_size_mb" },
         { "segment_growth_percent:1001", "segment_growth_percent" },
         { "segment_growth_percent:99999999999999999999999999", "segment_growth_percent" },
         { ":64", "no key" },
@@ -252,6 +257,14 @@ Test(config, the_bad_string_table)
     free(pad_junk);
     free(long_key);
     free(long_val);
+}
+
+Test(config, the_largest_split_limit_reads_back_positive)
+{
+    cca_allocator_t *a = make_alloc("max_split_size_mb:8796093022207");
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.max_split_size, (int64_t)8796093022207 * (int64_t)MiB);
+    finish(a);
 }
 
 Test(config, presets_are_refined_by_later_keys)
@@ -285,6 +298,8 @@ Test(config, the_struct_path_checks_every_field)
     EXPECT_REFUSED(c.segment_growth_percent = SIZE_MAX, "segment_growth_percent");
     EXPECT_REFUSED(c.segment_growth_percent = 1001, "segment_growth_percent");
     EXPECT_REFUSED(c.max_split_size = 20 * MiB, "max_split_size");
+    EXPECT_REFUSED(c.max_split_size = (size_t)1 << 63, "max_split_size");
+    EXPECT_REFUSED(c.memory_limit = SIZE_MAX - 1, "memory_limit");
     EXPECT_REFUSED(c.roundup_power2_divisions[3] = 3, "roundup_power2_divisions");
     EXPECT_REFUSED(c.roundup_power2_divisions[0] = 1u << 21, "roundup_power2_divisions");
     EXPECT_REFUSED(c.garbage_collection_threshold = 1.0, "garbage_collection_threshold");

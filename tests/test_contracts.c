@@ -609,3 +609,39 @@ Test(contracts, struct_layouts_describe_every_public_struct)
     cr_assert_null(cca_struct_layout("nope"));
     cr_assert_null(cca_struct_layout(NULL));
 }
+
+/* A dead stream's last block comes back through an event (it was used on
+ * another stream): its segment and record must still go. */
+typedef struct used_elsewhere { cca_allocator_t *a; cudaStream_t other; void *p; } used_elsewhere_t;
+
+static void *alloc_record_exit(void *arg)
+{
+    used_elsewhere_t *u = arg;
+    if (cca_malloc(u->a, &u->p, 30 * MiB, cudaStreamPerThread) != CCA_OK) return (void *)1;
+    return cca_record_stream(u->a, u->p, u->other) == CCA_OK ? NULL : (void *)1;
+}
+
+Test(contracts, a_dead_streams_block_freed_through_an_event_still_goes_back)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t other;
+    cudaStreamCreate(&other);
+    used_elsewhere_t u = { a, other, NULL };
+    pthread_t t;
+    void *ret = (void *)1;
+    pthread_create(&t, NULL, alloc_record_exit, &u);
+    pthread_join(t, &ret);
+    cr_assert_null(ret);
+    cca_stats_t s = stats_of(a);                      /* the stream is retired; its block still live */
+    cca_sim_stream_hold(other);
+    free_ok(a, u.p);                                  /* pending on the other stream's event */
+    s = stats_of(a);
+    ASSERT_STAT(s, active, CCA_POOL_ALL, 1);
+    cca_sim_stream_release(other);
+    free_ok(a, alloc_ok(a, 4096, NULL));              /* an all-locked call sees the event done */
+    s = stats_of(a);                                  /* and the next one reaps */
+    ASSERT_STAT(s, segment, CCA_POOL_LARGE, 0);
+    cr_assert_eq(a->n_streams, 1, "%zu stream records: the dead one lingers", a->n_streams);
+    cudaStreamDestroy(other);
+    finish(a);
+}

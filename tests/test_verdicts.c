@@ -228,3 +228,37 @@ Test(verdicts, largest_fit_with_max_split_size_and_the_lean_preset)
                         .oom = 4 * MiB };
     act_on_largest_fit(&lean, 0);
 }
+
+Test(verdicts, cap_advice_names_the_setting_that_binds)
+{
+    cca_sim_set_capacity(0, 1 * GiB);
+    cca_allocator_t *a = make_alloc("memory_fraction:0.25");
+    cca_oom_report_t r = oom_of(a, 300 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_CAP);
+    cr_assert(strstr(r.advice, "memory_fraction:0.293"), "%s", r.advice);   /* 300 MiB of 1 GiB */
+    cr_assert_null(strstr(r.advice, "memory_limit_mb"), "%s", r.advice);
+    finish(a);
+    cca_sim_reset();
+    cca_sim_set_capacity(0, 1 * GiB);
+    a = make_alloc("memory_fraction:0.5,memory_limit_mb:256");
+    r = oom_of(a, 300 * MiB);
+    cr_assert(strstr(r.advice, "memory_limit_mb:300"), "%s", r.advice);
+    finish(a);
+}
+
+Test(verdicts, judging_an_older_programs_report_stays_inside_it)
+{
+    size_t v1 = offsetof(cca_oom_report_t, need_cap);
+    unsigned char buf[sizeof(cca_oom_report_t) + 16];
+    memset(buf, 0xAB, sizeof buf);
+    cca_oom_report_t *r = (cca_oom_report_t *)(void *)buf;
+    memset(buf, 0, v1);
+    r->segment_size = r->rounded = 20 * MiB;
+    r->device_total = 64 * MiB, r->device_free = 4 * MiB, r->reserved = 60 * MiB;
+    (cca_oom_judge)(r);                               /* as a binary built before need_* existed */
+    cr_assert_eq(r->verdict, CCA_OOM_EXHAUSTED);
+    cr_assert_eq(r->shortfall, 16 * MiB);
+    for (size_t i = v1; i < sizeof buf; i++) cr_assert_eq(buf[i], 0xAB, "byte %zu written", i);
+    cca_oom_judge_sized(r, 8);                        /* too small to be one: nothing */
+    cca_oom_judge(NULL);
+}
