@@ -6,6 +6,7 @@
  * the tests whose "suite::name" contains it. */
 #define CCA_CRIT_COMPAT 1
 #include "crit.h"
+#include "device_check.h"
 
 #include <cuda_runtime_api.h>
 #include <signal.h>
@@ -37,15 +38,22 @@ void crit_register_suite(const char *suite, const struct crit_opts *o)
     if (n_suites < MAX_SUITES) suites[n_suites++] = (suite_t){ suite, o };
 }
 
+/* One report line: prefix, then the caller's message. */
+static void report(const char *prefix, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s", prefix);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+}
+
 void crit_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
     fprintf(stderr, "[----] %s:%d: Assertion Failed: %s\n", file, line, expr);
     if (fmt[0]) {
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "[----]   ");
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\n");
+        report("[----]   ", fmt, ap);
         va_end(ap);
     }
     fflush(stderr);
@@ -56,11 +64,8 @@ void crit_skip(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "[SKIP] ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    report("[SKIP] ", fmt, ap);
     va_end(ap);
-    fflush(stderr);
     _exit(77);
 }
 
@@ -68,9 +73,7 @@ void crit_log(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "[----] ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    report("[----] ", fmt, ap);
     va_end(ap);
 }
 
@@ -108,28 +111,6 @@ static int run_one(const test_t *t)
         fprintf(stderr, "[----] %s::%s: %s\n", t->suite, t->name,
                 WTERMSIG(status) == SIGALRM ? "timed out" : "crashed (signal)");
     return 1;
-}
-
-/* Whether there is a device, asked in a throwaway child: CUDA cannot be
- * used in a process forked after its parent initialised it, and every test
- * runs in a forked child. */
-static int have_device(void)
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int n = 0;
-        cudaError_t e = cudaGetDeviceCount(&n);
-        if (e != cudaSuccess || n < 1) {
-            printf("SKIP: no CUDA device (cudaGetDeviceCount: %s, %d devices)\n", cudaGetErrorName(e), n);
-            fflush(stdout);
-            _exit(77);
-        }
-        _exit(0);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 int main(int argc, char *argv[])
