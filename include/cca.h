@@ -341,8 +341,9 @@ CCA_API cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_
 
 /* Writes the snapshot as JSON with the keys of torch.cuda.memory_snapshot():
  * {"segments": [{"device", "address", "total_size", "allocated_size",
- * "active_size", "requested_size", "stream", "segment_type", "blocks":
- * [{"address", "size", "requested_size", "state"}]}]}.
+ * "active_size", "requested_size", "stream", "segment_type",
+ * "segment_pool_id", "is_expandable", "frames", "blocks": [{"address",
+ * "size", "requested_size", "state", "frames"}]}]} (frames empty).
  * CCA_ERROR_INVALID_ARGUMENT for NULL arguments or when write took fewer
  * bytes than given; CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
 CCA_API cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg);

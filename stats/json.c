@@ -1,13 +1,16 @@
 /* json.c - the snapshot as JSON with the keys of torch.cuda.memory_snapshot(),
  * so that tools written for PyTorch's snapshots read cca's. Addresses and
- * streams are integers, as PyTorch writes them. */
+ * streams are integers, as PyTorch writes them; no stack frames are
+ * recorded (frames: []), no segment belongs to a graph pool
+ * (segment_pool_id: [0, 0]) and none is expandable yet. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include "stats_internal.h"
 
 static void json_block(cca_emit_t *e, const cca_block_info_t *b, bool last)
 {
-    _cca_emit(e, "        {\"address\": %" PRIuPTR ", \"size\": %zu, \"requested_size\": %zu, \"state\": \"%s\"}%s\n",
+    _cca_emit(e, "        {\"address\": %" PRIuPTR ", \"size\": %zu, \"requested_size\": %zu, \"state\": \"%s\","
+                 " \"frames\": []}%s\n",
               b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state), last ? "" : ",");
 }
 
@@ -15,7 +18,8 @@ static void json_segment(cca_emit_t *e, const cca_segment_info_t *s, const cca_b
 {
     _cca_emit(e, "    {\"device\": %d, \"address\": %" PRIuPTR ", \"total_size\": %zu, \"allocated_size\": %zu,"
                  " \"active_size\": %zu, \"requested_size\": %zu, \"stream\": %" PRIuPTR ","
-                 " \"segment_type\": \"%s\", \"blocks\": [\n",
+                 " \"segment_type\": \"%s\", \"segment_pool_id\": [0, 0], \"is_expandable\": false,"
+                 " \"frames\": [], \"blocks\": [\n",
               s->device, s->address, s->total_size, s->allocated_size, s->active_size, s->requested_size,
               (uintptr_t)s->stream, s->pool == CCA_POOL_SMALL ? "small" : "large");
     for (size_t j = 0; j < s->n_blocks; j++) json_block(e, &blocks[j], j + 1 == s->n_blocks);

@@ -125,7 +125,10 @@ def test_summary_snapshot_fragmentation_and_mem_get_info(sim):
     assert segs[0]["segment_type"] == "large"
     states = [b["state"] for b in segs[0]["blocks"]]
     assert states.count("active_allocated") == 3 and "inactive" in states
-    assert {"address", "size", "requested_size", "state"} <= set(segs[0]["blocks"][0])
+    assert set(segs[0]["blocks"][0]) == {"address", "size", "requested_size", "state", "frames"}
+    assert set(segs[0]) == {"device", "address", "total_size", "allocated_size", "active_size", "requested_size",
+                            "stream", "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"}
+    assert segs[0]["is_expandable"] is False
     f = cca.fragmentation(d)
     assert f["reserved"] == 20 * MiB and f["allocated"] == 6 * MiB and f["segments"] == 1
     assert f["free_cached"] == 14 * MiB and f["largest_free"] == 12 * MiB
