@@ -32,5 +32,7 @@ void scen_xfree(const bench_opts_t *o);
 void scen_hooks(const bench_opts_t *o);
 /* One untimed run of an xfree variant (for callgrind); 0 on success. */
 int xfree_count(const bench_alloc_t *a, const char *variant, size_t n);
+/* N operations of a workload, untimed (for callgrind); 0 on success. */
+int count_ops(const bench_alloc_t *a, const char *work, size_t n);
 
 #endif

@@ -33,6 +33,7 @@ typedef struct cli {
     const char *filters[BENCH_MAX_ALLOCS];
     size_t n_filters;
     const char *count_xfree;     /* --count-xfree VARIANT: one untimed run, for callgrind */
+    const char *count_ops;       /* --count-ops WORK: likewise */
     size_t count_n;
 } cli_t;
 
@@ -53,6 +54,8 @@ static void usage(FILE *f)
         "  --count-xfree V   no measurement: N frees of variant V of xfree (same-thread,\n"
         "                    cross-thread, cross-thread-1000-exited) by the first --alloc\n"
         "                    allocator, for counting instructions (scripts/instructions.sh)\n"
+        "  --count-ops WORK  no measurement: N operations of WORK (pingpong, pingpong12: pairs;\n"
+        "                    mixed: steps) by the first --alloc allocator, for callgrind\n"
         "  --count N         how many (default 100000)\n");
 }
 
@@ -104,6 +107,8 @@ static int option(cli_t *c, const char *opt, const char *val)
         c->filters[c->n_filters++] = val;
     else if (!strcmp(opt, "--count-xfree"))
         c->count_xfree = val;
+    else if (!strcmp(opt, "--count-ops"))
+        c->count_ops = val;
     else if (!strcmp(opt, "--count"))
         c->count_n = (size_t)strtoull(val, NULL, 10);
     else if (!strcmp(opt, "--scenario") && scenario_index(val) >= 0)
@@ -167,6 +172,8 @@ int main(int argc, char **argv)
     start_a_thread();
     if (c.count_xfree)
         return xfree_count(&c.o.allocs[0], c.count_xfree, c.count_n ? c.count_n : 100000);
+    if (c.count_ops)
+        return count_ops(&c.o.allocs[0], c.count_ops, c.count_n ? c.count_n : 100000);
     machine_probe(&m);
     machine_print(stdout, &m, &c.o);
     for (size_t i = 0; i < N_SCEN; i++)

@@ -21,8 +21,12 @@ flags="$flags -Iinclude -Iallocator -Istats -Isim -I$cuda/include -fvisibility=h
 clang $flags -o "$out/fuzz_cca" tests/fuzz_libfuzzer.c allocator/*.c stats/*.c sim/*.c -lpthread -lm
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$out/fuzz_cca" -max_total_time="$secs" -jobs="$jobs" -workers="$jobs" -max_len=4096 -print_final_stats=1 \
-    -artifact_prefix="$out/" "$work" tests/fuzz-corpus 2>&1 | tee "$out/fuzz.log" | grep -E "^#|stat::|ERROR|SUMMARY" | tail -n 20
+par=()
+[ "$jobs" -gt 1 ] && par=(-fork="$jobs")            # one job: the fuzzer's own log, in this process
+corpus=$PWD/tests/fuzz-corpus
+(cd "$out" && ./fuzz_cca -max_total_time="$secs" "${par[@]}" -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix="$PWD/" "$work" "$corpus") > "$out/fuzz.log" 2>&1 || true
+grep -E "^#[0-9]+ +(INITED|DONE)|stat::|ERROR|SUMMARY|artifact" "$out/fuzz.log" | tail -n 12
 # keep only what adds coverage
-"$out/fuzz_cca" -merge=1 tests/fuzz-corpus "$work" >/dev/null 2>&1 || true
+(cd "$out" && ./fuzz_cca -merge=1 "$corpus" "$work" >/dev/null 2>&1) || true
 echo "corpus: $(ls tests/fuzz-corpus | wc -l) inputs in tests/fuzz-corpus"

@@ -1,0 +1,51 @@
+/* count_ops.c - one allocator's steady-state work without timing, for
+ * counting instructions with callgrind at two counts (scripts/instructions.sh
+ * divides the difference): "pingpong" (4 KiB alloc+free pairs), "pingpong12"
+ * (pairs cycling through 512 B << i % 12), "mixed" (steps - one free and one
+ * allocation - over 1,000 live blocks of log-uniform 512 B..64 MiB). */
+#include "bench.h"
+#include "workload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int pairs(const bench_alloc_t *a, void *ctx, size_t n, int twelve)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t size = twelve ? (size_t)512 << (i % 12) : 4096;
+        void *p = NULL;
+        if (a->ops->malloc(ctx, &p, size, NULL) != BENCH_OK || a->ops->free(ctx, p) != BENCH_OK) return -1;
+    }
+    return 0;
+}
+
+int count_ops(const bench_alloc_t *a, const char *work, size_t n)
+{
+    char err[200] = "";
+    void *ctx = a->ops->init(a->conf, err, sizeof err);
+    if (!ctx) {
+        fprintf(stderr, "count-ops: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (!strcmp(work, "pingpong") || !strcmp(work, "pingpong12")) {
+        int twelve = !strcmp(work, "pingpong12");
+        rc = pairs(a, ctx, 1200, twelve) || pairs(a, ctx, n, twelve);    /* warm-up, then n */
+    } else if (!strcmp(work, "mixed")) {
+        mixed_seq_t m;
+        void **ptrs = NULL;
+        rc = mixed_seq_make(&m, 1000, 65536, 0x5eed5eedu) != 0 || !(ptrs = calloc(m.live, sizeof *ptrs));
+        if (!rc) rc = mixed_fill(a->ops, ctx, &m, ptrs, NULL, err, sizeof err) ||
+                      mixed_steps(a->ops, ctx, &m, ptrs, NULL, n, err, sizeof err);
+        if (ptrs) mixed_drain(a->ops, ctx, &m, ptrs);
+        free(ptrs);
+        if (!rc) mixed_seq_free(&m);
+    } else {
+        fprintf(stderr, "count-ops: unknown work '%s' (pingpong, pingpong12, mixed)\n", work);
+        rc = 2;
+    }
+    if (rc == 1) fprintf(stderr, "count-ops: %s %s\n", err, bench_ops_error());
+    a->ops->fini(ctx);
+    return rc;
+}
