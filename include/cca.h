@@ -167,8 +167,10 @@ CCA_API void cca_destroy(cca_allocator_t *a);
  * cap) allows it; the allocator's other allocations are unaffected. */
 CCA_API cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream);
 
-/* Frees a pointer from cca_malloc; NULL is a no-op. The block is reusable
- * at once on its own stream, on others once recorded uses completed.
+/* Frees a pointer from cca_malloc, from any thread (its block is found
+ * through the allocator's address map, never by scanning); NULL is a
+ * no-op. The block is reusable at once on its own stream, on others once
+ * recorded uses completed.
  * CCA_ERROR_INVALID_POINTER for a foreign, interior or already freed pointer. */
 CCA_API cca_status_t cca_free(cca_allocator_t *a, void *ptr);
 
