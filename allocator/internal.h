@@ -241,7 +241,7 @@ void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *a
 bool         _cca_ptrmap_init(cca_ptrmap_t *m);
 void         _cca_ptrmap_fini(cca_ptrmap_t *m);
 bool         _cca_ptrmap_reserve(cca_ptrmap_t *m);
-bool         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);
+void         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);   /* after _cca_ptrmap_reserve */
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
 cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
 
@@ -254,7 +254,7 @@ void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);      
 cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
 
 /* stream.c: stream identity and per-stream state. */
-uint64_t      _cca_stream_key_special(int device, cudaStream_t s);
+uint64_t      _cca_stream_key_special(int device, cudaStream_t s);   /* s is cudaStreamPerThread */
 bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */

@@ -56,11 +56,10 @@ bool _cca_ptrmap_reserve(cca_ptrmap_t *m)
     return (m->count + 1) * 2 <= m->mask + 1 || grow(m);
 }
 
-bool _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
+/* Adds key; the caller made room with _cca_ptrmap_reserve first. */
+void _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
 {
-    if ((m->count + 1) * 2 > m->mask + 1 && !grow(m)) return false;
     put_unchecked(m, key, b);
-    return true;
 }
 
 cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key)

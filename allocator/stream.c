@@ -38,11 +38,10 @@ static uint64_t per_thread_key(int device)
     return key;
 }
 
+/* The key of cudaStreamPerThread in this thread (UINT64_MAX: no id). */
 uint64_t _cca_stream_key_special(int device, cudaStream_t s)
 {
-    uintptr_t h = (uintptr_t)s;
-    if (h == (uintptr_t)cudaStreamLegacy) return 0;
-    if (h != (uintptr_t)cudaStreamPerThread) return h;
+    (void)s;
     uint64_t key = per_thread_key(device);
     return key ? key : UINT64_MAX;
 }

@@ -34,11 +34,6 @@ static inline int64_t cur_of(const cca_ctr_t *c, int p)
     return p == CCA_POOL_ALL ? c->cur[0] + c->cur[1] : c->cur[p - 1];
 }
 
-static inline int64_t inc_of(const cca_ctr_t *c, int p)
-{
-    return p == CCA_POOL_ALL ? c->inc[0] + c->inc[1] : c->inc[p - 1];
-}
-
 void _cca_counters_refresh(cca_allocator_t *a)
 {
     int64_t cur[CCA_NSHARD][2] = { { 0 } }, inc[CCA_NSHARD][2] = { { 0 } };
