@@ -64,7 +64,7 @@ static cca_status_t create_default(int device, cca_allocator_t **out)
         s = cca_create(&c, &a);
         if (s == CCA_OK) atomic_store_explicit(&defaults[device], a, memory_order_release);
     }
-    in_use = true;
+    if (a) in_use = true;                             /* a failed creation leaves configure possible */
     pthread_mutex_unlock(&default_lock);
     *out = a;
     return s;

@@ -57,5 +57,6 @@ cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_byte
     }
     if (e == cudaSuccess) return CCA_OK;
     _cca_clear_error();
-    return _cca_fail(CCA_ERROR_CUDA, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+    return _cca_fail(e == cudaErrorInvalidDevice ? CCA_ERROR_INVALID_ARGUMENT : CCA_ERROR_CUDA,
+                     "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
 }

@@ -8,7 +8,9 @@
 // std::runtime_error with "CUDA out of memory. " and cca's report, which
 // torch turns into a RuntimeError. The library stays C; only this shim is C++.
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -26,22 +28,18 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // Raised by torch's begin-allocate-to-pool hook (CUDA-graph capture), which
-// also empties the allocator cache below, so that only then do allocations
+// also blocks the allocator cache below, so that only then do allocations
 // take the slow path and ask the runtime whether their stream is
 // capturing: no CUDA call, and no test, per allocation otherwise.
 std::atomic<int> pools_open{0};
 std::atomic<int> device_count{0};
 
-[[noreturn]] __attribute__((noinline, cold)) void throw_oom(cca_allocator_t *a, size_t size, int device)
+[[noreturn]] __attribute__((noinline, cold)) void throw_oom(const cca_oom_report_t &r)
 {
-    cca_oom_report_t r;
     char text[1024] = "";
-    if (cca_last_oom_report(a, &r) == CCA_OK && r.verdict != CCA_OOM_NONE && r.requested == size)
-        cca_oom_report_format(&r, text, sizeof text);
-    else
-        std::snprintf(text, sizeof text, "%s", cca_last_error_string());
-    std::string msg = std::string("CUDA out of memory. Tried to allocate ") + std::to_string(size) +
-                      " bytes on device " + std::to_string(device) + " (cca).\n" + text;
+    cca_oom_report_format(&r, text, sizeof text);
+    std::string msg = std::string("CUDA out of memory. Tried to allocate ") + std::to_string(r.requested) +
+                      " bytes on device " + std::to_string(r.device) + " (cca).\n" + text;
 #ifdef CCA_HOOKS_TORCH
     throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
 #else
@@ -54,23 +52,39 @@ std::atomic<int> device_count{0};
     throw std::runtime_error(std::string("cca: ") + cca_last_error_string());
 }
 
-// The default allocators, cached here: one load on the hot path. Set once
-// per device (cca_default never replaces one), read without a lock.
+// The default allocators, cached here: one load on the hot path, read
+// without a lock (cca_default never replaces a device's allocator).
 std::atomic<cca_allocator_t *> cached[kMaxDevices];
+
+// While a graph pool is open every slot holds kBlocked, which sends each
+// call down the slow path (and its capture check). A slot only ever goes
+// empty -> allocator (by compare-and-swap, so it cannot overwrite
+// kBlocked) and, under pool_lock, anything -> kBlocked -> empty: no thread
+// ever sees an allocator in a slot after begin has returned.
+cca_allocator_t *const kBlocked = reinterpret_cast<cca_allocator_t *>(uintptr_t{1});
+std::mutex pool_lock;
+
+inline bool usable(const cca_allocator_t *a) { return reinterpret_cast<uintptr_t>(a) > 1; }
+
+void cache_store(int device, cca_allocator_t *a)
+{
+    if ((unsigned)device >= (unsigned)kMaxDevices) return;
+    cca_allocator_t *empty = nullptr;
+    cached[device].compare_exchange_strong(empty, a, std::memory_order_acq_rel, std::memory_order_relaxed);
+}
 
 __attribute__((noinline)) cca_allocator_t *allocator_slow(int device)
 {
     cca_allocator_t *a = nullptr;
     if (cca_default(device, &a) != CCA_OK) throw_last_error();
-    if ((unsigned)device < (unsigned)kMaxDevices && pools_open.load(std::memory_order_relaxed) == 0)
-        cached[device].store(a, std::memory_order_release);   /* while a pool is open, every call goes slow */
+    cache_store(device, a);
     return a;
 }
 
 inline cca_allocator_t *allocator_of(int device)
 {
     cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
-    return __builtin_expect(a != nullptr, 1) ? a : allocator_slow(device);
+    return __builtin_expect(usable(a), 1) ? a : allocator_slow(device);
 }
 
 // The allocator of `device` if it exists (never creates one).
@@ -78,8 +92,9 @@ inline cca_allocator_t *existing(int device)
 {
     if ((unsigned)device >= (unsigned)kMaxDevices) return nullptr;
     cca_allocator_t *a = cached[device].load(std::memory_order_acquire);
-    if (!a && cca_default_existing(device, &a) == CCA_OK && a && pools_open.load(std::memory_order_relaxed) == 0)
-        cached[device].store(a, std::memory_order_release);
+    if (usable(a)) return a;
+    a = nullptr;
+    if (cca_default_existing(device, &a) == CCA_OK && a) cache_store(device, a);
     return a;
 }
 
@@ -98,12 +113,14 @@ __attribute__((noinline, cold)) void refuse_capture(cudaStream_t stream)
 
 namespace {
 
-// A failed cca_malloc: the OOM report names the size and the device, so the
-// hot path keeps nothing but the allocator alive across its call.
-[[noreturn]] __attribute__((noinline, cold)) void malloc_failed(cca_allocator_t *a, cca_status_t s)
+// A failed cca_malloc: this thread's own OOM report names the size and the
+// device (another thread may have failed on the allocator meanwhile), so
+// the hot path keeps nothing alive across its call.
+[[noreturn]] __attribute__((noinline, cold)) void malloc_failed(cca_status_t s)
 {
     cca_oom_report_t r;
-    if (s == CCA_ERROR_OUT_OF_MEMORY && cca_last_oom_report(a, &r) == CCA_OK) throw_oom(a, r.requested, r.device);
+    if (s == CCA_ERROR_OUT_OF_MEMORY && cca_thread_last_oom_report(&r) == CCA_OK && r.verdict != CCA_OOM_NONE)
+        throw_oom(r);
     throw_last_error();
 }
 
@@ -117,7 +134,7 @@ __attribute__((noinline)) void *malloc_slow(size_t size, int device, cudaStream_
     cca_allocator_t *a = allocator_of(device);
     void *p = nullptr;
     cca_status_t s = cca_malloc(a, &p, size, stream);
-    if (s != CCA_OK) malloc_failed(a, s);
+    if (s != CCA_OK) malloc_failed(s);
     return p;
 }
 
@@ -127,10 +144,10 @@ __attribute__((noinline)) void *malloc_slow(size_t size, int device, cudaStream_
 CCA_HOOK void *cca_torch_malloc(size_t size, int device, cudaStream_t stream)
 {
     cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
-    if (__builtin_expect(!a, 0)) return malloc_slow(size, device, stream);
+    if (__builtin_expect(!usable(a), 0)) return malloc_slow(size, device, stream);
     void *p;
     cca_status_t s = cca_malloc(a, &p, size, stream);   /* size 0: OK and NULL */
-    if (__builtin_expect(s != CCA_OK, 0)) malloc_failed(a, s);
+    if (__builtin_expect(s != CCA_OK, 0)) malloc_failed(s);
     return p;
 }
 
@@ -150,7 +167,7 @@ CCA_HOOK void cca_torch_free(void *ptr, size_t size, int device, cudaStream_t st
     (void)size;
     (void)stream;
     cca_allocator_t *a = (unsigned)device < (unsigned)kMaxDevices ? cached[device].load(std::memory_order_acquire) : nullptr;
-    if (__builtin_expect(!a, 0)) return free_slow(ptr, device);
+    if (__builtin_expect(!usable(a), 0)) return free_slow(ptr, device);
     cca_free(a, ptr);                                 /* NULL is a no-op there */
 }
 
@@ -194,14 +211,18 @@ CCA_HOOK void cca_torch_set_memory_fraction(double fraction, int device)
 CCA_HOOK void cca_torch_begin_allocate_to_pool_c(int device)
 {
     (void)device;
+    std::lock_guard<std::mutex> g(pool_lock);
     pools_open.fetch_add(1, std::memory_order_relaxed);
-    for (auto &c : cached) c.store(nullptr, std::memory_order_relaxed);   /* every allocation checks now */
+    for (auto &c : cached) c.store(kBlocked, std::memory_order_seq_cst);   /* every allocation checks now */
 }
 
 CCA_HOOK void cca_torch_end_allocate_to_pool_c(int device)
 {
     (void)device;
-    if (pools_open.load(std::memory_order_relaxed) > 0) pools_open.fetch_sub(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(pool_lock);
+    if (pools_open.load(std::memory_order_relaxed) == 0) return;   /* an end without a begin */
+    if (pools_open.fetch_sub(1, std::memory_order_relaxed) == 1)
+        for (auto &c : cached) c.store(nullptr, std::memory_order_seq_cst);   /* the slow path caches again */
 }
 
 // The same with torch's C++ signatures (set_begin_allocate_to_pool,

@@ -435,6 +435,15 @@ CCA_API cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_repor
 CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out);
 #define cca_last_oom_report(a, out) cca_last_oom_report_sized((a), (out), sizeof(cca_oom_report_t))
 
+/* The calling thread's own last OOM report, of any allocator (verdict
+ * CCA_OOM_NONE if this thread had none): what a failing caller reads when
+ * other threads may fail on the same allocator meanwhile.
+ * CCA_ERROR_INVALID_ARGUMENT for a NULL out or a size below the first
+ * cca_oom_report_t's. */
+CCA_API cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size);
+CCA_API cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out);
+#define cca_thread_last_oom_report(out) cca_thread_last_oom_report_sized((out), sizeof(cca_oom_report_t))
+
 /* Formats r as at most three lines of text (figures in B/KiB/MiB/GiB) into
  * buf, always NUL-terminated when len > 0. Returns the length of the whole
  * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */

@@ -15,6 +15,7 @@
 
 static _Thread_local uint64_t pending_id;             /* allocator whose report awaits delivery */
 static _Thread_local cca_oom_report_t pending;
+static _Thread_local cca_oom_report_t thread_last;     /* this thread's last OOM, of any allocator */
 
 static size_t min_z(size_t x, size_t y) { return x < y ? x : y; }
 static size_t max_z(size_t x, size_t y) { return x > y ? x : y; }
@@ -149,6 +150,7 @@ void _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx)
         r.seq = a->last_oom->seq + 1;
         *a->last_oom = r;
     }
+    thread_last = r;
     if (a->oom_cb) {                                  /* delivered by _cca_oom_deliver after unlocking */
         pending_id = a->id;
         pending = r;
@@ -213,6 +215,20 @@ cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out
     _cca_unlock_all(a, NULL);
     _cca_copy_out(out, out_size, &r, sizeof r);
     return CCA_OK;
+}
+
+cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
+{
+    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
+    if (out_size < CCA_V1_OOM)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
+    _cca_copy_out(out, out_size, &thread_last, sizeof thread_last);
+    return CCA_OK;
+}
+
+cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out)
+{
+    return cca_thread_last_oom_report_sized(out, CCA_V1_OOM);
 }
 
 cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out)

@@ -307,3 +307,52 @@ Test(oom_report, format_truncates_like_snprintf)
     ASSERT_HAS(full, "): cap\n");
     finish(a);
 }
+
+typedef struct {
+    cca_allocator_t *a;
+    size_t size;
+    pthread_barrier_t *after_fail, *after_other;
+    cca_oom_report_t mine;
+} own_report_t;
+
+static void *fail_then_read(void *arg)
+{
+    own_report_t *o = arg;
+    void *p;
+    cca_oom_report_t r;
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_NONE, "a new thread has no report");
+    cr_assert_eq(cca_malloc(o->a, &p, o->size, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    pthread_barrier_wait(o->after_fail);              /* both have failed ... */
+    pthread_barrier_wait(o->after_other);             /* ... and neither reads before */
+    cr_assert_eq(cca_thread_last_oom_report(&o->mine), CCA_OK);
+    return NULL;
+}
+
+Test(oom_report, each_thread_reads_its_own_report)
+{
+    cca_allocator_t *a = make_alloc("memory_limit_mb:40");
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    pthread_barrier_t b1, b2;
+    pthread_barrier_init(&b1, NULL, 2);
+    pthread_barrier_init(&b2, NULL, 2);
+    own_report_t o[2] = { { a, 12 * MiB, &b1, &b2, { 0 } }, { a, 20 * MiB, &b1, &b2, { 0 } } };
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) cr_assert_eq(pthread_create(&th[i], NULL, fail_then_read, &o[i]), 0);
+    for (int i = 0; i < 2; i++) cr_assert_eq(pthread_join(th[i], NULL), 0);
+    cr_assert_eq(o[0].mine.requested, 12 * MiB);
+    cr_assert_eq(o[1].mine.requested, 20 * MiB);
+    cr_assert_eq(o[0].mine.verdict, CCA_OOM_CAP);
+    cr_assert_eq(o[1].mine.verdict, CCA_OOM_CAP);
+    cca_oom_report_t last;
+    cr_assert_eq(cca_last_oom_report(a, &last), CCA_OK);
+    cr_assert_eq(last.seq, 2, "the allocator's report is the later of the two");
+    cr_assert(last.requested == o[last.seq == o[0].mine.seq ? 0 : 1].mine.requested);
+    cr_assert_neq(o[0].mine.seq, o[1].mine.seq);
+    cr_assert_eq(cca_thread_last_oom_report(NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_thread_last_oom_report_sized(&last, 8), CCA_ERROR_INVALID_ARGUMENT);
+    pthread_barrier_destroy(&b1);
+    pthread_barrier_destroy(&b2);
+    free_ok(a, p);
+    finish(a);
+}

@@ -2,7 +2,8 @@
 // std::function exactly as torch's CUDAPluggableAllocator does: size 0,
 // an OOM thrown with torch's prefix, free with the allocation stream,
 // record_stream delaying reuse until the other stream's work is done,
-// CUDA-graph capture refused only while the pool flag is up, empty_cache,
+// CUDA-graph capture refused only while the pool flag is up (also with
+// another thread allocating meanwhile), empty_cache,
 // the memory fraction; and the bytes seen by libcca's own default
 // allocator (one cca per process). A plain program: "N passed, N failed".
 // Usage: test_hooks PATH/libcca_hooks.so
@@ -12,6 +13,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <atomic>
+#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -137,6 +140,37 @@ int main(int argc, char **argv)
     dealloc(d, 4096, 0, s1);
     end_pool(0, MempoolId{1, 0});
     release_pool(0, MempoolId{1, 0});
+
+    // the flag raced against another thread's first allocation, which
+    // caches the allocator: after begin returns, no cached fast path may
+    // skip the capture check
+    {
+        std::atomic<bool> stop{false};
+        std::thread other([&] {
+            while (!stop.load()) {
+                void *q = alloc(4096, 0, s1);
+                dealloc(q, 4096, 0, s1);
+            }
+        });
+        int missed = 0;
+        for (int i = 0; i < 5000; i++) {
+            begin_pool(0, MempoolId{2, 0}, [](cudaStream_t) { return true; });
+            bool refused = false;
+            try {
+                void *q = alloc(4096, 0, s2);
+                dealloc(q, 4096, 0, s2);
+            } catch (const std::runtime_error &) {
+                refused = true;
+            }
+            missed += !refused;
+            end_pool(0, MempoolId{2, 0});                  // the other thread may cache again
+        }
+        stop.store(true);
+        other.join();
+        release_pool(0, MempoolId{2, 0});
+        if (missed) std::printf("missed %d\n", missed);
+        CHECK(missed == 0, "the capture check survives a racing first allocation");
+    }
     cudaGraph_t g;
     cudaStreamEndCapture(s2, &g);
     asked = cca_sim_calls(CCA_SIM_STREAM_IS_CAPTURING);
