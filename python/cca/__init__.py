@@ -14,6 +14,8 @@ calling thread's current device.
 import collections
 import ctypes
 import json
+import operator
+import re
 
 from . import _lib
 
@@ -42,11 +44,20 @@ class CcaError(RuntimeError):
 
 
 class OutOfMemoryError(CcaError, MemoryError):
-    """Out of device memory; ``report`` is the OomReport (verdict, figures, advice)."""
+    """Out of device memory; ``report`` is this thread's OomReport of the
+    failure (verdict, figures, advice), None when cca made none."""
 
     def __init__(self, message, report=None):
         super().__init__(message, "CCA_ERROR_OUT_OF_MEMORY")
         self.report = report
+
+
+def _thread_oom_report():
+    cls = _lib.struct("cca_oom_report_t")
+    r = cls()
+    if _lib.lib().cca_thread_last_oom_report_sized(ctypes.byref(r), ctypes.sizeof(r)) != 0 or r.verdict == 0:
+        return None
+    return OomReport(r)
 
 
 def _check(status, what):
@@ -54,30 +65,47 @@ def _check(status, what):
         name = _lib.lib().cca_status_string(status).decode()
         text = "%s: %s" % (what, _lib.error_text())
         if name == "CCA_ERROR_OUT_OF_MEMORY":
-            raise OutOfMemoryError(text)
+            raise OutOfMemoryError(text, _thread_oom_report())
         if name in ("CCA_ERROR_INVALID_ARGUMENT", "CCA_ERROR_INVALID_CONFIG"):
             raise ValueError(text)
         raise CcaError(text, name)
 
 
+_DEVICE_STR = re.compile(r"cuda(?::([0-9]+))?\Z", re.ASCII)
+
+
 def _device_index(device):
+    """None (the current device), an integer (int, numpy integer: anything
+    with __index__ but bool), "cuda" or "cuda:N", or an object with
+    .type == "cuda" and an integer or None .index (torch.device)."""
     if device is None:
         d = ctypes.c_int(-1)
         _check(_lib.lib().cca_current_device(ctypes.byref(d)), "current device")
         return d.value
-    if isinstance(device, int):
-        idx = device
-    elif isinstance(device, str):
-        kind, _, num = device.partition(":")
-        if kind != "cuda":
-            raise ValueError("cca: expected a CUDA device, got %r" % device)
-        idx = int(num) if num else _device_index(None)
-    elif getattr(device, "type", "cuda") == "cuda" and hasattr(device, "index"):
-        idx = device.index if device.index is not None else _device_index(None)
-    else:
+    if isinstance(device, str):
+        m = _DEVICE_STR.match(device)
+        if not m:
+            raise ValueError("cca: expected \"cuda\" or \"cuda:N\", got %r" % (device,))
+        return _device_index(None) if m.group(1) is None else _in_range(int(m.group(1)))
+    if isinstance(device, (bytes, bytearray, tuple, list, float, bool)):
+        raise TypeError("cca: a device is an int, \"cuda:N\" or a torch.device, not %s" % type(device).__name__)
+    if hasattr(device, "__index__"):
+        return _in_range(operator.index(device))
+    kind = getattr(device, "type", None)
+    if kind is None or not hasattr(device, "index"):
+        raise TypeError("cca: a device is an int, \"cuda:N\" or a torch.device, not %s" % type(device).__name__)
+    if kind != "cuda":
         raise ValueError("cca: expected a CUDA device, got %r" % (device,))
+    if device.index is None:
+        return _device_index(None)
+    if isinstance(device.index, bool) or not hasattr(device.index, "__index__"):
+        raise TypeError("cca: a device's index is an int or None, not %s" % type(device.index).__name__)
+    return _in_range(operator.index(device.index))
+
+
+def _in_range(idx):
     if not 0 <= idx < _MAX_DEVICES:
-        raise ValueError("cca: device %d out of range" % idx)
+        raise ValueError("cca: device %d out of range [0, %d)" % (idx, _MAX_DEVICES))
     return idx
 
 
@@ -103,8 +131,13 @@ def _existing_allocators():
 
 def configure(conf):
     """Configures the per-device allocators (CCA_CONF's syntax: "preset:lean,...")
-    before the first one is used; replaces CCA_CONF. ValueError for a bad
-    string or when an allocator exists already."""
+    before the first one is used; replaces CCA_CONF. TypeError unless conf
+    is a str; ValueError for a bad string or when an allocator exists
+    already."""
+    if not isinstance(conf, str):
+        raise TypeError("cca.configure: expected a str, got %s" % type(conf).__name__)
+    if "\0" in conf:
+        raise ValueError("cca.configure: the configuration contains a NUL character")
     _check(_lib.lib().cca_default_configure(conf.encode()), "cca.configure")
 
 
@@ -251,12 +284,15 @@ def set_per_process_memory_fraction(fraction, device=None):
 
 
 def get_per_process_memory_fraction(device=None):
-    """The cap as a fraction of the device's total memory (1.0 when uncapped)."""
+    """The cap as a fraction of the device's total memory: min(cap, total) /
+    total, 1.0 when uncapped. Where both a fraction and a byte cap
+    (memory_limit_mb) are set, the smaller one is the cap."""
     cap = ctypes.c_size_t()
     _check(_lib.lib().cca_get_memory_cap(_allocator(device), ctypes.byref(cap), None, None), "cca_get_memory_cap")
-    if cap.value == 0:
+    total = mem_get_info(device)[1]
+    if cap.value == 0 or total == 0:
         return 1.0
-    return cap.value / mem_get_info(device)[1]
+    return min(cap.value, total) / total
 
 
 def fragmentation(device=None):
@@ -300,7 +336,7 @@ class OomReport:
     def __str__(self):
         buf = ctypes.create_string_buffer(2048)
         _lib.lib().cca_oom_report_format_sized(ctypes.byref(self._raw), ctypes.sizeof(self._raw), buf, len(buf))
-        return buf.value.decode(errors="replace")
+        return buf.value.decode(errors="replace").rstrip("\n")
 
     def __repr__(self):
         return "<cca.OomReport %s: %d bytes requested on device %d>" % (self.verdict, self.requested, self.device)

@@ -117,6 +117,7 @@ def _declare(lib):
         "cca_check": (st, [vp]),
         "cca_get_fragmentation_sized": (st, [vp, vp, sz]),
         "cca_last_oom_report_sized": (st, [vp, vp, sz]),
+        "cca_thread_last_oom_report_sized": (st, [vp, sz]),
         "cca_oom_report_format_sized": (sz, [vp, sz, c.c_char_p, sz]),
         "cca_oom_judge": (None, [vp]),
         "cca_oom_verdict_string": (c.c_char_p, [i]),

@@ -153,6 +153,37 @@ def test_memory_fraction(sim):
     assert cca.get_per_process_memory_fraction(d) == 0.5
 
 
+def _run(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def test_fraction_is_the_cap_in_force_and_never_above_one(sim):
+    # a byte cap above the device's memory is no fraction above 1; the
+    # smaller of a byte cap and a fraction is the one reported
+    out = _run("import cca; cca.configure('memory_limit_mb:100000000');"
+               "print(cca.get_per_process_memory_fraction(0), cca.mem_get_info(0)[1] < 100000000 << 20);"
+               "cca.set_per_process_memory_fraction(0.25, 0); print(cca.get_per_process_memory_fraction(0))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1.0", "True", "0.25"]
+
+
+def test_configure_after_a_failed_first_use(sim):
+    out = _run("import cca\ntry:\n    cca.memory_allocated(40)\nexcept ValueError as e:\n    print('refused', e)\n"
+               "cca.configure('preset:lean'); print(cca.memory_stats(0)['max_split_size'])")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("refused") and "40" in lines[0]
+    assert lines[1] == str(128 * MiB)
+
+
+def test_configure_takes_a_str(sim):
+    for bad in (None, b"preset:lean", 1):
+        with pytest.raises(TypeError):
+            cca.configure(bad)
+    with pytest.raises(ValueError, match="NUL"):
+        cca.configure("preset:lean\0max_split_size_mb:5")
+
+
 def test_device_arguments(sim):
     d = sim.fresh_device()
 
@@ -161,8 +192,23 @@ def test_device_arguments(sim):
 
     assert cca.memory_allocated(d) == cca.memory_allocated("cuda:%d" % d) == cca.memory_allocated(Dev())
     assert cca.memory_allocated() == cca.memory_allocated(0)   # the current device
-    for bad in ("cpu", -1, 64):
+    class Numpyish(int):                               # an integer type with __index__, as numpy's
+        pass
+
+    class Other:                                       # a device of another kind
+        type, index = "cpu", None
+
+    class BadIndex:
+        type, index = "cuda", 1.0
+
+    assert cca.memory_allocated(Numpyish(d)) == cca.memory_allocated(d)
+    assert cca.memory_allocated("cuda") == cca.memory_allocated(None)
+    for bad in ("cpu", "cuda:", "cuda:-1", "cuda:1:2", " cuda:1", "cuda:\u0661", "cuda:1\n", -1, 64, "cuda:64",
+                Other()):
         with pytest.raises(ValueError):
+            cca.memory_allocated(bad)
+    for bad in (b"cuda:0", 1.0, True, (0,), [0], object(), BadIndex()):
+        with pytest.raises(TypeError):
             cca.memory_allocated(bad)
 
 
@@ -172,6 +218,7 @@ def _oom(d, size):
     r = cca.last_oom(d)
     assert r is not None and r.requested == size and r.device == d
     assert len(str(r).splitlines()) == 3 and str(r).startswith("cca: out of memory on device %d" % d)
+    assert not str(r).endswith("\n")
     return r
 
 
@@ -205,6 +252,29 @@ def test_the_four_verdicts(sim):
     for p in blocks[1::2]:
         c_free(fragmented, p)
     c_free(cap, keep)
+
+
+def test_out_of_memory_error_carries_this_threads_report(sim):
+    d = sim.fresh_device(64 * MiB)
+    lib = _lib.lib()
+    oom = next(i for i in range(64) if lib.cca_status_string(i).decode() == "CCA_ERROR_OUT_OF_MEMORY")
+    assert c_malloc(d, 65 * MiB)[0] == "CCA_ERROR_OUT_OF_MEMORY"
+    with pytest.raises(cca.OutOfMemoryError) as e:
+        cca._check(oom, "allocating")
+    assert e.value.report.requested == 65 * MiB and e.value.report.device == d
+    assert e.value.report.verdict == "exhausted"
+
+    def other():
+        with pytest.raises(cca.OutOfMemoryError) as e2:
+            cca._check(oom, "allocating")
+        return e2.value.report
+
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(other()))
+    t.start()
+    t.join()
+    assert got == [None], "a thread that had no out-of-memory gets no report"
 
 
 def _check_stat(stat, base):
