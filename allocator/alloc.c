@@ -60,10 +60,11 @@ static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
     a->stats.num_ooms++;
     if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
-    _cca_oom_report(a, ctx);
-    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY,
-                     "cca: out of memory allocating %zu bytes on device %d%s", ctx->requested,
-                     a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
+    cca_status_t s = _cca_fail(CCA_ERROR_OUT_OF_MEMORY,           /* forgets the thread's last report */
+                               "cca: out of memory allocating %zu bytes on device %d%s", ctx->requested,
+                               a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
+    _cca_oom_report(a, ctx);                          /* ... which this one replaces */
+    return s;
 }
 
 static inline void note_search(cca_allocator_t *a, int pool)

@@ -28,6 +28,7 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    if (s == CCA_ERROR_OUT_OF_MEMORY) _cca_oom_forget();   /* an allocation's report follows */
     return s;
 }
 

@@ -392,6 +392,7 @@ void   _cca_stats_destroy(cca_allocator_t *a);
 /* ---- added by stats/ (accounting issue) ---- */
 enum { CCA_HOOK_WATCH = 1 };                      /* bits of cca_allocator.hooks owned by stats/ */
 void   _cca_oom_deliver(cca_allocator_t *a);        /* after unlocking: runs a pending OOM callback */
+void   _cca_oom_forget(void);                       /* by _cca_fail: this thread's OOM has no report (yet) */
 /* ---- end of stats/ additions ---- */
 
 static inline void _cca_stat_update(cca_stat_t *s, int64_t d)

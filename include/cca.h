@@ -435,9 +435,12 @@ CCA_API cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_repor
 CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out);
 #define cca_last_oom_report(a, out) cca_last_oom_report_sized((a), (out), sizeof(cca_oom_report_t))
 
-/* The calling thread's own last OOM report, of any allocator (verdict
- * CCA_OOM_NONE if this thread had none): what a failing caller reads when
- * other threads may fail on the same allocator meanwhile.
+/* The report of the calling thread's last CCA_ERROR_OUT_OF_MEMORY, of any
+ * allocator and any call: what a failing caller reads when other threads
+ * may fail on the same allocator meanwhile. Verdict CCA_OOM_NONE when the
+ * thread had none, or its last one came with no device report (cca's host
+ * memory ran out, or the call was no allocation). An OOM callback's own
+ * failures do not replace the report of the allocation it was called for.
  * CCA_ERROR_INVALID_ARGUMENT for a NULL out or a size below the first
  * cca_oom_report_t's. */
 CCA_API cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size);

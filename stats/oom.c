@@ -15,7 +15,12 @@
 
 static _Thread_local uint64_t pending_id;             /* allocator whose report awaits delivery */
 static _Thread_local cca_oom_report_t pending;
-static _Thread_local cca_oom_report_t thread_last;     /* this thread's last OOM, of any allocator */
+/* The report of this thread's last CCA_ERROR_OUT_OF_MEMORY, of any
+ * allocator: verdict CCA_OOM_NONE when that one had none (host memory, or
+ * not an allocation). */
+static _Thread_local cca_oom_report_t thread_last;
+
+void _cca_oom_forget(void) { thread_last.verdict = CCA_OOM_NONE; }
 
 static size_t min_z(size_t x, size_t y) { return x < y ? x : y; }
 static size_t max_z(size_t x, size_t y) { return x > y ? x : y; }
@@ -168,15 +173,18 @@ void _cca_oom_deliver(cca_allocator_t *a)
     size_t size = a->oom_cb_size;
     _cca_unlock_all(a, NULL);
     if (!fn) return;
+    cca_oom_report_t mine = thread_last;              /* the callback's own failures must not replace it */
     if (size <= sizeof r) {
         fn(&r, arg);
-        return;
+    } else {
+        void *buf = calloc(1, size);                  /* a newer caller's struct: zeros past ours */
+        if (buf) {
+            memcpy(buf, &r, sizeof r);
+            fn(buf, arg);
+            free(buf);
+        }
     }
-    void *buf = calloc(1, size);                      /* a newer caller's struct: zeros past ours */
-    if (!buf) return;
-    memcpy(buf, &r, sizeof r);
-    fn(buf, arg);
-    free(buf);
+    thread_last = mine;
 }
 
 void _cca_oom_destroy(cca_allocator_t *a)

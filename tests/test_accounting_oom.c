@@ -356,3 +356,28 @@ Test(oom_report, each_thread_reads_its_own_report)
     free_ok(a, p);
     finish(a);
 }
+
+static void on_oom_fail_again(const cca_oom_report_t *r, void *arg)
+{
+    cca_allocator_t *a = arg;
+    void *p;
+    if (r->requested == 12 * MiB)                     /* the callback's own failure, of another size */
+        cr_assert_eq(cca_malloc(a, &p, 20 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+}
+
+Test(oom_report, a_callbacks_own_failure_leaves_the_threads_report_alone)
+{
+    cca_allocator_t *a = make_alloc("memory_limit_mb:40");
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    cr_assert_eq(cca_set_oom_callback(a, on_oom_fail_again, a), CCA_OK);
+    void *q;
+    cr_assert_eq(cca_malloc(a, &q, 12 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_oom_report_t mine, last;
+    cr_assert_eq(cca_thread_last_oom_report(&mine), CCA_OK);
+    cr_assert_eq(mine.requested, 12 * MiB, "the report of the allocation this thread made");
+    cr_assert_eq(cca_last_oom_report(a, &last), CCA_OK);
+    cr_assert_eq(last.requested, 20 * MiB, "the allocator's latest is the callback's");
+    cr_assert_eq(cca_set_oom_callback(a, NULL, NULL), CCA_OK);
+    free_ok(a, p);
+    finish(a);
+}
