@@ -125,7 +125,7 @@ namespace {
 }
 
 // Everything but a cached allocator: the first allocation on a device, and
-// every allocation while a graph pool is open (opening one empties the
+// every allocation while a graph pool is open (opening one blocks the
 // cache), which checks for capture.
 __attribute__((noinline)) void *malloc_slow(size_t size, int device, cudaStream_t stream)
 {

@@ -7,13 +7,15 @@ the same ones the PyTorch hook (``cca.allocators.torch.install()``) and any
 other user of ``cca_default`` allocate from - and add what only cca knows:
 ``last_oom()``, ``fragmentation()``, ``configure()``.
 
-``device`` is an index, a ``torch.device``, ``"cuda:N"``, or None for the
-calling thread's current device.
+``device`` is an index (numpy's integers too), a ``torch.device``,
+``"cuda"`` or ``"cuda:N"``, or None for the calling thread's current
+device; another type is a TypeError, another device a ValueError.
 """
 
 import collections
 import ctypes
 import json
+import numbers
 import operator
 import re
 
@@ -76,8 +78,9 @@ _DEVICE_STR = re.compile(r"cuda(?::([0-9]+))?\Z", re.ASCII)
 
 def _device_index(device):
     """None (the current device), an integer (int, numpy integer: anything
-    with __index__ but bool), "cuda" or "cuda:N", or an object with
-    .type == "cuda" and an integer or None .index (torch.device)."""
+    with __index__ but bool), "cuda" or "cuda:N", an object with
+    .type == "cuda" and an integer or None .index (torch.device), or one
+    with .idx (torch.cuda.device)."""
     if device is None:
         d = ctypes.c_int(-1)
         _check(_lib.lib().cca_current_device(ctypes.byref(d)), "current device")
@@ -91,6 +94,8 @@ def _device_index(device):
         raise TypeError("cca: a device is an int, \"cuda:N\" or a torch.device, not %s" % type(device).__name__)
     if hasattr(device, "__index__"):
         return _in_range(operator.index(device))
+    if hasattr(device, "idx") and not hasattr(device, "type"):   # torch.cuda.device(N), as torch takes it
+        return _device_index(device.idx)
     kind = getattr(device, "type", None)
     if kind is None or not hasattr(device, "index"):
         raise TypeError("cca: a device is an int, \"cuda:N\" or a torch.device, not %s" % type(device).__name__)
@@ -276,23 +281,30 @@ def mem_get_info(device=None):
 def set_per_process_memory_fraction(fraction, device=None):
     """Caps the device's allocator at fraction x its total memory, for the
     next growth (memory above it stays until empty_cache, as in torch).
-    ValueError outside (0, 1], or for a cap below one 2 MiB segment (torch
-    allows 0, which leaves no memory)."""
-    if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+    TypeError unless a real number (int, float, numpy's); ValueError outside
+    (0, 1], or for a cap below one 2 MiB segment (torch allows 0, which
+    leaves no memory)."""
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+        raise TypeError("cca: the memory fraction is a real number, not %s" % type(fraction).__name__)
+    if not 0 < fraction <= 1:
         raise ValueError("cca: the memory fraction must be in (0, 1], got %r" % (fraction,))
     _check(_lib.lib().cca_set_memory_fraction(_allocator(device), float(fraction)), "set_per_process_memory_fraction")
 
 
 def get_per_process_memory_fraction(device=None):
-    """The cap as a fraction of the device's total memory: min(cap, total) /
-    total, 1.0 when uncapped. Where both a fraction and a byte cap
-    (memory_limit_mb) are set, the smaller one is the cap."""
-    cap = ctypes.c_size_t()
-    _check(_lib.lib().cca_get_memory_cap(_allocator(device), ctypes.byref(cap), None, None), "cca_get_memory_cap")
-    total = mem_get_info(device)[1]
-    if cap.value == 0 or total == 0:
+    """The cap in force as a fraction of the device's total memory: the
+    fraction set, where that is the cap; otherwise min(cap, total) / total
+    (a byte cap, memory_limit_mb, smaller than the fraction's, or above the
+    device); 1.0 when uncapped."""
+    cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
+    _check(_lib.lib().cca_get_memory_cap(_allocator(device), ctypes.byref(cap), ctypes.byref(frac),
+                                         ctypes.byref(limit)), "cca_get_memory_cap")
+    if cap.value == 0:
         return 1.0
-    return min(cap.value, total) / total
+    if frac.value > 0 and (limit.value == 0 or cap.value < limit.value):
+        return frac.value
+    total = mem_get_info(device)[1]
+    return min(cap.value, total) / total if total else 1.0
 
 
 def fragmentation(device=None):

@@ -145,8 +145,14 @@ def test_memory_fraction(sim):
     assert cca.get_per_process_memory_fraction(d) == 1.0
     cca.set_per_process_memory_fraction(0.5, d)
     assert cca.get_per_process_memory_fraction(d) == 0.5
-    for bad in (0, -0.1, 1.5, "x"):
+    cca.set_per_process_memory_fraction(0.33, d)
+    assert cca.get_per_process_memory_fraction(d) == 0.33, "the fraction set, exactly"
+    cca.set_per_process_memory_fraction(0.5, d)
+    for bad in (0, -0.1, 1.5, float("nan")):
         with pytest.raises(ValueError):
+            cca.set_per_process_memory_fraction(bad, d)
+    for bad in ("x", None, True):
+        with pytest.raises(TypeError):
             cca.set_per_process_memory_fraction(bad, d)
     with pytest.raises(ValueError, match="2 MiB"):
         cca.set_per_process_memory_fraction(0.01, d)   # under one 2 MiB segment of 64 MiB
@@ -162,9 +168,11 @@ def test_fraction_is_the_cap_in_force_and_never_above_one(sim):
     # smaller of a byte cap and a fraction is the one reported
     out = _run("import cca; cca.configure('memory_limit_mb:100000000');"
                "print(cca.get_per_process_memory_fraction(0), cca.mem_get_info(0)[1] < 100000000 << 20);"
-               "cca.set_per_process_memory_fraction(0.25, 0); print(cca.get_per_process_memory_fraction(0))")
+               "cca.set_per_process_memory_fraction(0.25, 0); print(cca.get_per_process_memory_fraction(0));"
+               "cca._lib.lib().cca_set_memory_limit(cca._allocator(0), 1 << 30);"
+               "print(cca.get_per_process_memory_fraction(0) == (1 << 30) / cca.mem_get_info(0)[1])")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1.0", "True", "0.25"]
+    assert out.stdout.split() == ["1.0", "True", "0.25", "True"]
 
 
 def test_configure_after_a_failed_first_use(sim):
@@ -200,6 +208,11 @@ def test_device_arguments(sim):
 
     class BadIndex:
         type, index = "cuda", 1.0
+
+    class CudaDevice:                                  # what torch.cuda.device(N) offers
+        idx = d
+
+    assert cca.memory_allocated(CudaDevice()) == cca.memory_allocated(d)
 
     assert cca.memory_allocated(Numpyish(d)) == cca.memory_allocated(d)
     assert cca.memory_allocated("cuda") == cca.memory_allocated(None)
