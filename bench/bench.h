@@ -30,6 +30,7 @@ void scen_streams(const bench_opts_t *o);
 void scen_replay(const bench_opts_t *o);
 void scen_xfree(const bench_opts_t *o);
 void scen_hooks(const bench_opts_t *o);
+void scen_instructions(const bench_opts_t *o);
 /* One untimed run of an xfree variant (for callgrind); 0 on success. */
 int xfree_count(const bench_alloc_t *a, const char *variant, size_t n);
 /* N operations of a workload, untimed (for callgrind); 0 on success. */

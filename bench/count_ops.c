@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pairs(const bench_alloc_t *a, void *ctx, size_t n, int twelve)
-{
-    for (size_t i = 0; i < n; i++) {
-        size_t size = twelve ? (size_t)512 << (i % 12) : 4096;
-        void *p = NULL;
-        if (a->ops->malloc(ctx, &p, size, NULL) != BENCH_OK || a->ops->free(ctx, p) != BENCH_OK) return -1;
-    }
-    return 0;
-}
-
 int count_ops(const bench_alloc_t *a, const char *work, size_t n)
 {
     char err[200] = "";
@@ -30,8 +20,9 @@ int count_ops(const bench_alloc_t *a, const char *work, size_t n)
     }
     int rc = 0;
     if (!strcmp(work, "pingpong") || !strcmp(work, "pingpong12")) {
-        int twelve = !strcmp(work, "pingpong12");
-        rc = pairs(a, ctx, 1200, twelve) || pairs(a, ctx, n, twelve);    /* warm-up, then n */
+        size_t size = strcmp(work, "pingpong12") ? 4096 : PINGPONG_12_SIZES;
+        rc = pingpong_loop(a->ops, ctx, size, NULL, 1200, err, sizeof err) ||   /* warm-up, then n */
+             pingpong_loop(a->ops, ctx, size, NULL, n, err, sizeof err);
     } else if (!strcmp(work, "mixed")) {
         mixed_seq_t m;
         void **ptrs = NULL;

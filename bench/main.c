@@ -15,15 +15,17 @@
 
 typedef void (*scenario_fn)(const bench_opts_t *);
 
-static const struct { const char *name; scenario_fn fn; } scenarios[] = {
-    {"runtime", scen_runtime_cost},
-    {"pingpong", scen_pingpong},
-    {"mixed", scen_mixed},
-    {"threads", scen_threads},
-    {"streams", scen_streams},
-    {"xfree", scen_xfree},
-    {"hooks", scen_hooks},
-    {"replay", scen_replay},
+/* opt_in: only when named with --scenario (callgrind takes minutes). */
+static const struct { const char *name; scenario_fn fn; int opt_in; } scenarios[] = {
+    {"runtime", scen_runtime_cost, 0},
+    {"pingpong", scen_pingpong, 0},
+    {"mixed", scen_mixed, 0},
+    {"threads", scen_threads, 0},
+    {"streams", scen_streams, 0},
+    {"xfree", scen_xfree, 0},
+    {"hooks", scen_hooks, 0},
+    {"replay", scen_replay, 0},
+    {"instructions", scen_instructions, 1},
 };
 #define N_SCEN (sizeof scenarios / sizeof scenarios[0])
 
@@ -42,7 +44,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cca-bench [options]\n"
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
-        "                    threads, streams, xfree, hooks, replay (default: all)\n"
+        "                    threads, streams, xfree, hooks, replay (default: these), and\n"
+        "                    instructions (per operation, under valgrind's callgrind)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"
         "  --json FILE       also write every figure as JSON\n"
@@ -177,7 +180,7 @@ int main(int argc, char **argv)
     machine_probe(&m);
     machine_print(stdout, &m, &c.o);
     for (size_t i = 0; i < N_SCEN; i++)
-        if (!c.any_chosen || c.chosen[i])
+        if (c.any_chosen ? c.chosen[i] : !scenarios[i].opt_in)
             scenarios[i].fn(&c.o);
     goals_report(stdout, &c.o);
     if (c.o.json_path && report_json(c.o.json_path, &m, &c.o) != 0) {

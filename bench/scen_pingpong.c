@@ -1,4 +1,5 @@
-/* scen_pingpong.c - alloc+free of one size on one stream. */
+/* scen_pingpong.c - alloc+free of one size on one stream, and of twelve
+ * sizes in turn (512 B << i % 12), the general path. */
 #include "bench.h"
 #include "measure.h"
 #include "report_table.h"
@@ -11,6 +12,7 @@ static const struct { const char *name; size_t size; } sizes[] = {
     {"64KiB", 64u << 10},
     {"4MiB", 4u << 20},
     {"64MiB", 64u << 20},
+    {"12sizes", PINGPONG_12_SIZES},
 };
 
 static void run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out)
@@ -23,8 +25,8 @@ static void run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t 
         sample_fail(out, "init: %s", err);
         return;
     }
-    /* Warm-up pair: the first allocation may go to the device. */
-    if (pingpong_loop(a->ops, ctx, size, NULL, 1, err, sizeof err) == 0) {
+    /* Warm-up pairs: the first allocation of a size may go to the device. */
+    if (pingpong_loop(a->ops, ctx, size, NULL, 12, err, sizeof err) == 0) {
         timer_start(&t);
         if (pingpong_loop(a->ops, ctx, size, NULL, iters, err, sizeof err) == 0)
             timer_stop(&t, (double)iters, out);
@@ -37,7 +39,7 @@ static void run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t 
 
 void scen_pingpong(const bench_opts_t *o)
 {
-    printf("\n== pingpong: alloc+free of one size on one stream ==\n");
+    printf("\n== pingpong: alloc+free of one size on one stream (12sizes: 512 B << i %% 12 in turn) ==\n");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         bench_case_t c = {.scenario = "pingpong", .unit = "ns/pair", .run = run,
                           .arg = (void *)&sizes[i].size, .calib_iters = 64,

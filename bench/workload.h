@@ -1,5 +1,5 @@
 /* workload.h - the allocation loops that every allocator runs: one size in
- * a loop (pingpong) and a working set of mixed sizes with random frees
+ * a loop (pingpong; or twelve sizes in turn) and a working set of mixed sizes with random frees
  * (mixed), the latter from a precomputed, seeded sequence. */
 #ifndef BENCH_WORKLOAD_H
 #define BENCH_WORKLOAD_H
@@ -8,7 +8,10 @@
 
 #include <stdint.h>
 
-/* iters alloc+free pairs of size on s; 0, or -1 with msg. */
+/* iters alloc+free pairs of size on s; 0, or -1 with msg. Size
+ * PINGPONG_12_SIZES: pair i is of 512 B << i % 12 (512 B .. 1 MiB, both
+ * pools and every split path), the general path that one size hides. */
+#define PINGPONG_12_SIZES 0
 int pingpong_loop(const bench_alloc_ops_t *ops, void *ctx, size_t size, cudaStream_t s,
                   size_t iters, char *msg, size_t msg_len);
 

@@ -1,0 +1,92 @@
+/* scen_instructions.c - instructions per operation beside the nanoseconds:
+ * for each selected allocator (not the modelled ones), the 4 KiB pingpong
+ * pair, the 12-size pingpong pair and the mixed step (one free and one
+ * allocation over 1,000 live blocks), counted by running this program
+ * under valgrind's callgrind with --count-ops at N and 2N operations after
+ * a warm-up: (Ir(2N) - Ir(N)) / N. Instructions stay the same run after run
+ * on a shared machine where nanoseconds do not. Not in the default set
+ * (callgrind is slow): --scenario instructions. Skips, saying so, where
+ * valgrind is absent. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const works[] = {"pingpong", "pingpong12", "mixed"};
+#define N_WORKS (sizeof works / sizeof works[0])
+
+/* The "summary:" line of a callgrind output file: total instructions. */
+static double summary_of(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    double ir = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "summary:", 8)) ir = strtod(line + 8, NULL);
+    fclose(f);
+    return ir;
+}
+
+/* Instructions of `self --alloc label --count-ops work --count n` under
+ * callgrind; -1 on failure (the reason on stderr). */
+static double count_run(const char *self, const char *dir, const char *label, const char *work, size_t n)
+{
+    char out[512], cmd[2048];
+    snprintf(out, sizeof out, "%s/cg.%s.%zu", dir, work, n);
+    /* labels and works are this program's own fixed strings: no quoting games */
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --alloc '%s' --count-ops %s --count %zu "
+             ">/dev/null 2>'%s.err'", out, self, label, work, n, out);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cca-bench: instructions: %s %s under callgrind failed (see %s.err)\n", label, work, out);
+        return -1;
+    }
+    double ir = summary_of(out);
+    remove(out);
+    char err[520];
+    snprintf(err, sizeof err, "%s.err", out);
+    remove(err);
+    return ir;
+}
+
+void scen_instructions(const bench_opts_t *o)
+{
+    printf("\n== instructions: per operation, callgrind, (Ir(2N) - Ir(N)) / N after a warm-up ==\n");
+    if (system("valgrind --version >/dev/null 2>&1") != 0) {
+        printf("  skipped: valgrind is not installed (apt-get install valgrind)\n");
+        return;
+    }
+    char self[1024];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        printf("  skipped: cannot find this program's path\n");
+        return;
+    }
+    self[len] = '\0';
+    char dir[] = "/tmp/cca-bench-cg.XXXXXX";
+    if (!mkdtemp(dir)) {
+        printf("  skipped: no temporary folder\n");
+        return;
+    }
+    size_t n = o->quick ? 2000 : 10000;
+    printf("  N = %zu\n  %-16s %14s %14s %14s\n", n, "allocator", "pingpong pair", "12-size pair", "mixed step");
+    for (size_t i = 0; i < o->n_allocs; i++) {
+        const bench_alloc_t *a = &o->allocs[i];
+        if (a->modelled) continue;                    /* the latency model adds time, not instructions */
+        printf("  %-16s", a->label);
+        for (size_t w = 0; w < N_WORKS; w++) {
+            double x = count_run(self, dir, a->label, works[w], n);
+            double y = x < 0 ? -1 : count_run(self, dir, a->label, works[w], 2 * n);
+            if (x < 0 || y < 0)
+                printf(" %14s", "failed");
+            else
+                printf(" %14.0f", (y - x) / (double)n);
+            fflush(stdout);
+        }
+        printf("\n");
+    }
+    rmdir(dir);
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# cca-bench's instructions scenario: each allocator's row holds three
+# instruction counts from callgrind, and the 12-size pair costs more than
+# the one-size pair (the general path against the cached one).
+# Usage: test_bench_instructions.sh PATH/cca-bench
+set -euo pipefail
+out=$("$1" --scenario instructions --quick --alloc cca:default)
+echo "$out" | sed -n '/== instructions/,/^$/p'
+row=$(echo "$out" | awk '/== instructions/ { on = 1 } on && $1 == "cca:default" { print; exit }')
+[ -n "$row" ] || { echo "FAIL: no cca:default row"; exit 1; }
+read -r _ one twelve mixed <<<"$row"
+for x in "$one" "$twelve" "$mixed"; do
+    [[ "$x" =~ ^[0-9]+$ ]] && [ "$x" -gt 100 ] || { echo "FAIL: not an instruction count: '$x'"; exit 1; }
+done
+[ "$twelve" -gt "$one" ] || { echo "FAIL: 12-size pair ($twelve) not above one-size pair ($one)"; exit 1; }
+echo "PASS"
