@@ -4,10 +4,12 @@
  * allocation over 1,000 live blocks), counted by running this program
  * under valgrind's callgrind with --count-ops at N and 2N operations after
  * a warm-up: (Ir(2N) - Ir(N)) / N. Instructions stay the same run after run
- * on a shared machine where nanoseconds do not. Not in the default set
+ * on a shared machine where nanoseconds do not. Also in --json (scenario
+ * "instructions", unit "Ir/op"). Not in the default set
  * (callgrind is slow): --scenario instructions. Skips, saying so, where
  * valgrind is absent. */
 #include "bench.h"
+#include "results.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +82,22 @@ void scen_instructions(const bench_opts_t *o)
         for (size_t w = 0; w < N_WORKS; w++) {
             double x = count_run(self, dir, a->label, works[w], n);
             double y = x < 0 ? -1 : count_run(self, dir, a->label, works[w], 2 * n);
-            if (x < 0 || y < 0)
+            bench_row_t *r = results_add("instructions", works[w], a->label, "Ir/op");   /* for --json */
+            if (r) {
+                r->is_cca = a->is_cca;
+                r->fig.reps = 1;
+            }
+            if (x < 0 || y < 0) {
                 printf(" %14s", "failed");
-            else
-                printf(" %14.0f", (y - x) / (double)n);
+                if (r) {
+                    r->fig.failed = 1;
+                    snprintf(r->fig.msg, sizeof r->fig.msg, "callgrind run failed");
+                }
+            } else {
+                double ir = (y - x) / (double)n;
+                printf(" %14.0f", ir);
+                if (r) r->fig.median = r->fig.min = r->fig.max = r->fig.samples[0] = ir;
+            }
             fflush(stdout);
         }
         printf("\n");
