@@ -196,19 +196,25 @@ static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, cons
  * in the address map, one stream visited, no scan: the map may name a
  * segment released meanwhile (records are recycled, never freed), so the
  * answer is the stream's own map, read under its lock. */
+/* The live block at ptr in st's own map (st locked), or NULL; counted. */
+static cca_block_t *live_in(cca_stream_t *st, void *ptr)
+{
+    cca_block_t *b = st->live.slots ? _cca_ptrmap_get(&st->live, (uintptr_t)ptr) : NULL;
+    if (!b || b->state != CCA_BLOCK_ALLOCATED) return NULL;
+    st->lookups++;
+    return b;
+}
+
 static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
     cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
     if (!st) return NULL;
     _cca_lock(&st->lock);
-    cca_block_t *b = st->live.slots ? _cca_ptrmap_get(&st->live, (uintptr_t)ptr) : NULL;
-    if (!b || b->state != CCA_BLOCK_ALLOCATED) {
+    if (!(*out = live_in(st, ptr))) {
         _cca_unlock(&st->lock);
         return NULL;
     }
-    st->lookups++;
-    *out = b;
     return st;
 }
 
@@ -216,10 +222,7 @@ static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out
 static cca_block_t *find_live(cca_allocator_t *a, void *ptr)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
-    if (!seg || !seg->stream) return NULL;
-    cca_block_t *b = _cca_ptrmap_get(&seg->stream->live, (uintptr_t)ptr);
-    if (b) seg->stream->lookups++;
-    return b && b->state == CCA_BLOCK_ALLOCATED ? b : NULL;
+    return seg && seg->stream ? live_in(seg->stream, ptr) : NULL;
 }
 
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)

@@ -19,6 +19,7 @@ typedef struct bench_opts {
     size_t n_trace_paths;
     bench_alloc_t allocs[BENCH_MAX_ALLOCS];     /* what runs, in order */
     size_t n_allocs;
+    size_t count;              /* --count N (0: each use's default) */
 } bench_opts_t;
 
 /* Scenarios; each measures every allocator of o and records its rows. */

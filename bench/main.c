@@ -36,7 +36,6 @@ typedef struct cli {
     size_t n_filters;
     const char *count_xfree;     /* --count-xfree VARIANT: one untimed run, for callgrind */
     const char *count_ops;       /* --count-ops WORK: likewise */
-    size_t count_n;
 } cli_t;
 
 static void usage(FILE *f)
@@ -59,7 +58,8 @@ static void usage(FILE *f)
         "                    allocator, for counting instructions (scripts/instructions.sh)\n"
         "  --count-ops WORK  no measurement: N operations of WORK (pingpong, pingpong12: pairs;\n"
         "                    mixed: steps) by the first --alloc allocator, for callgrind\n"
-        "  --count N         how many (default 100000)\n");
+        "  --count N         how many (default 100000; for the instructions scenario, N of\n"
+        "                    its (Ir(2N) - Ir(N)) / N, default 10000, --quick 2000)\n");
 }
 
 static int scenario_index(const char *name)
@@ -113,7 +113,7 @@ static int option(cli_t *c, const char *opt, const char *val)
     else if (!strcmp(opt, "--count-ops"))
         c->count_ops = val;
     else if (!strcmp(opt, "--count"))
-        c->count_n = (size_t)strtoull(val, NULL, 10);
+        c->o.count = (size_t)strtoull(val, NULL, 10);
     else if (!strcmp(opt, "--scenario") && scenario_index(val) >= 0)
         c->chosen[scenario_index(val)] = c->any_chosen = 1;
     else
@@ -174,9 +174,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     start_a_thread();
     if (c.count_xfree)
-        return xfree_count(&c.o.allocs[0], c.count_xfree, c.count_n ? c.count_n : 100000);
+        return xfree_count(&c.o.allocs[0], c.count_xfree, c.o.count ? c.o.count : 100000);
     if (c.count_ops)
-        return count_ops(&c.o.allocs[0], c.count_ops, c.count_n ? c.count_n : 100000);
+        return count_ops(&c.o.allocs[0], c.count_ops, c.o.count ? c.o.count : 100000);
     machine_probe(&m);
     machine_print(stdout, &m, &c.o);
     for (size_t i = 0; i < N_SCEN; i++)

@@ -2,7 +2,7 @@
  * for each selected allocator (not the modelled ones), the 4 KiB pingpong
  * pair, the 12-size pingpong pair and the mixed step (one free and one
  * allocation over 1,000 live blocks), counted by running this program
- * under valgrind's callgrind with --count-ops at N and 2N operations after
+ * under valgrind's callgrind with --count-ops at N (--count) and 2N operations after
  * a warm-up: (Ir(2N) - Ir(N)) / N. Instructions stay the same run after run
  * on a shared machine where nanoseconds do not. Also in --json (scenario
  * "instructions", unit "Ir/op"). Not in the default set
@@ -73,7 +73,7 @@ void scen_instructions(const bench_opts_t *o)
         printf("  skipped: no temporary folder\n");
         return;
     }
-    size_t n = o->quick ? 2000 : 10000;
+    size_t n = o->count ? o->count : o->quick ? 2000 : 10000;
     printf("  N = %zu\n  %-16s %14s %14s %14s\n", n, "allocator", "pingpong pair", "12-size pair", "mixed step");
     for (size_t i = 0; i < o->n_allocs; i++) {
         const bench_alloc_t *a = &o->allocs[i];

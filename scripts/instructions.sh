@@ -55,20 +55,11 @@ for sizes in one twelve; do
 done
 
 # The general path, in-process (static build), by the re-wiring issue's
-# method: (Ir(2N) - Ir(N)) / N after a warm-up, for cca's default and CUB
-# with bins for every size. Goals there: <= 500 per 12-size pair, <= 600
-# per mixed step (one free + one allocation).
-ops() {   # alloc work -> instructions per pair or step
-    for m in "$n" "$((2 * n))"; do
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/o.$m" "$dir/bench/cca-bench" --alloc "$1" \
-            --count-ops "$2" --count "$m" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-    done
-    awk -v a="$(awk '/^summary:/ { print $2 }' "$tmp/o.$n")" -v b="$(awk '/^summary:/ { print $2 }' "$tmp/o.$((2 * n))")" \
-        -v n="$n" 'BEGIN { printf "%.0f", (b - a) / n }'
-}
+# method: (Ir(2N) - Ir(N)) / N after a warm-up (cca-bench's instructions
+# scenario), for cca's configurations and CUB with bins for every size.
+# Goals there: <= 500 per 12-size pair, <= 600 per mixed step (one free +
+# one allocation).
 ninja -C "$dir" bench/cca-bench >/dev/null
-printf '\ninstructions per operation, in-process (callgrind, release build)\n'
-printf '  %-14s %14s %14s %14s\n' allocator "pingpong pair" "12-size pair" "mixed step"
-for alloc in cca:default cca:lean cub-all; do
-    printf '  %-14s %14s %14s %14s\n' "$alloc" "$(ops "$alloc" pingpong)" "$(ops "$alloc" pingpong12)" "$(ops "$alloc" mixed)"
-done
+printf '\n'
+"$dir/bench/cca-bench" --scenario instructions --count "$n" --alloc cca:default --alloc cca:lean --alloc cub-all |
+    sed -n '/== instructions/,/^$/p'
