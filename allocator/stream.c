@@ -100,6 +100,16 @@ int64_t _cca_stream_host_bytes(const cca_stream_t *st)
     return n;
 }
 
+/* Keeps st (locked, out of the list, without its heavy parts) for reuse,
+ * and unlocks it; no lookup finds its key. */
+static void to_husks(cca_allocator_t *a, cca_stream_t *st)
+{
+    st->key = CCA_KEY_DEAD;
+    atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
+    a->husks = st;
+    _cca_unlock(&st->lock);
+}
+
 /* A record for a new stream, locked (as every record is while all locked):
  * a retired one if there is one, else a new one. */
 static cca_stream_t *record_new(cca_allocator_t *a)
@@ -118,10 +128,7 @@ static cca_stream_t *record_new(cca_allocator_t *a)
     atomic_init(&st->dying, false);
     atomic_init(&st->next, NULL);
     if (!body_alloc(st)) {
-        st->key = CCA_KEY_DEAD;
-        atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
-        a->husks = st;
-        _cca_unlock(&st->lock);
+        to_husks(a, st);
         return NULL;
     }
     return st;
@@ -141,10 +148,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
         if (_cca_stream_is_per_thread_key(key) && !register_exit(a, st)) {
             body_free(st);
-            st->key = CCA_KEY_DEAD;
-            atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
-            a->husks = st;
-            _cca_unlock(&st->lock);
+            to_husks(a, st);
             return NULL;
         }
         if (a->streams_tail) a->streams_tail->next = st;
@@ -185,9 +189,7 @@ static void bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
     a->host_bytes += st->host_bytes;                  /* what it counted lives on elsewhere, or was freed above */
     st->host_bytes = 0;
     a->counters_moved = true;                         /* its leases are gone: deal anew */
-    atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
-    a->husks = st;
-    _cca_unlock(&st->lock);                           /* no longer in the list, so not unlocked with it */
+    to_husks(a, st);                                  /* no longer in the list, so not unlocked with it */
 }
 
 static bool holds_segment(const cca_allocator_t *a, const cca_stream_t *st)
