@@ -15,8 +15,8 @@ void _cca_lock_all(cca_allocator_t *a)
     a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
-        _cca_flush_parked(a, st, CCA_PSMALL);        /* every walk sees merged blocks */
-        _cca_flush_parked(a, st, CCA_PLARGE);
+        _cca_flush_parked(st, CCA_POOL_SMALL);          /* every walk sees merged blocks */
+        _cca_flush_parked(st, CCA_POOL_LARGE);
     }
     a->all_locked = true;
     _cca_counters_refresh(a);
@@ -69,7 +69,7 @@ static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 
 static inline void note_search(cca_allocator_t *a, int pool)
 {
-    if (a->gc_enabled && pool == CCA_PLARGE)
+    if (a->gc_enabled && pool == CCA_POOL_LARGE)
         atomic_fetch_add_explicit(&a->gc_searches, 1, memory_order_relaxed);
 }
 
@@ -85,17 +85,19 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
     if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return fail_host(a, "cca_malloc");
     size_t rounded = _cca_round_size(&a->cfg, size);
-    int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
+    int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     note_search(a, pool);
     cca_block_t *b = _cca_find_free(a, st, pool, rounded);
     if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_allocation_size(rounded);
-        ctx.pool = _cca_pool_stat(pool);
+        ctx.pool = pool;
         cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
         if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? fail_host(a, "cca_malloc") : fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
+    cca_delta_t d = _cca_take_delta(a, b, rounded, size);
+    _cca_ctr_apply(a, st, pool, &d);               /* all locked: cannot fail */
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
     *ptr = (void *)b->addr;
@@ -107,26 +109,22 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
 {
     size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
-    int pool = rounded <= CCA_SMALL_SIZE ? CCA_PSMALL : CCA_PLARGE;
+    int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
         note_search(a, pool);
         *ptr = (void *)b->addr;
         return true;
     }
-    _cca_flush_parked(a, st, pool);
+    _cca_flush_parked(st, pool);
     if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
-    int64_t d[CCA_NSHARD];
-    _cca_take_deltas(a, b, rounded, size, d);
-    int room = _cca_counters_fit(st, pool, d) ? 1 : _cca_counters_make_room(a, st, pool, d);
-    if (!room) return false;
+    cca_delta_t d = _cca_take_delta(a, b, rounded, size);
+    if (!_cca_ctr_apply(a, st, pool, &d)) return false;
     note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
-    if (room == 2) _cca_counters_release_others(a, st);
     _cca_ptrmap_put(&st->live, b->addr, b);
-    st->epoch++;
     *ptr = (void *)b->addr;
     return true;
 }
@@ -162,33 +160,22 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
 
 /* ---- free -------------------------------------------------------------- */
 
-/* Takes block b (found in st's map, st locked) back from the caller. */
+/* Takes block b (found in st's map, all locked) back from the caller: free,
+ * or pending while streams it was used on may still use it. */
 static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
 {
     int pool = b->seg->pool;
     _cca_ptrmap_take(&st->live, b->addr);
-    _cca_ctr_add(a, st, CCA_K_allocation, pool, -1);
-    _cca_ctr_add(a, st, CCA_K_allocated_bytes, pool, -(int64_t)b->size);
-    _cca_ctr_add(a, st, CCA_K_requested_bytes, pool, -(int64_t)b->requested);
-    if (_cca_oversize(a, b->size)) _cca_ctr_add(a, st, CCA_K_oversize_allocations, pool, -1);
-    b->requested = 0;
-    if (__builtin_expect(b->n_uses != 0, 0)) _cca_free_with_uses(a, b);
-    else _cca_free_block(a, b);
-}
-
-/* The hot path's free: the block is parked if it can be, else merged. */
-static void free_fast(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[CCA_NSHARD])
-{
-    int pool = b->seg->pool;
-    _cca_ctr_hot(st, CCA_K_allocation, pool, -1);
-    _cca_ctr_hot(st, CCA_K_allocated_bytes, pool, -(int64_t)b->size);
-    _cca_ctr_hot(st, CCA_K_requested_bytes, pool, -(int64_t)b->requested);
-    if (d[CCA_K_oversize_allocations]) _cca_ctr_hot(st, CCA_K_oversize_allocations, pool, -1);
-    if (_cca_park(a, st, b, d)) return;
-    st->epoch++;
-    _cca_ptrmap_take(&st->live, b->addr);
-    b->requested = 0;
-    _cca_free_block(a, b);
+    if (__builtin_expect(b->n_uses != 0, 0)) {
+        cca_delta_t d = _cca_release_delta(a, b);
+        _cca_ctr_apply(a, st, pool, &d);
+        b->requested = 0;
+        _cca_free_with_uses(a, b);
+    } else {
+        cca_delta_t d = _cca_free_delta(a, b);
+        _cca_ctr_apply(a, st, pool, &d);
+        _cca_free_block(a, b);
+    }
 }
 
 /* The stream record that holds live block ptr, locked, with the block in
@@ -232,22 +219,20 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     cca_block_t *b = NULL;
     cca_stream_t *st = lock_owner(a, ptr, &b);
     if (st) {
-        int room = 0;
-        int64_t d[CCA_NSHARD];
         /* watched (every change all locked), used on other streams (events
          * to record) or retired (its segment may go back): all locked */
+        bool done = false;
         if (!hooked(a) && b->n_uses == 0 && !st->dead) {
-            _cca_flush_parked(a, st, b->seg->pool);   /* its neighbours as they really are */
-            _cca_free_deltas(a, b, d);
             int pool = b->seg->pool;
-            bool fits = _cca_lease_ok(st, CCA_K_inactive_split, pool, d[CCA_K_inactive_split]) &&   /* the only */
-                        _cca_lease_ok(st, CCA_K_inactive_split_bytes, pool, d[CCA_K_inactive_split_bytes]); /* rises */
-            room = fits ? 1 : _cca_counters_make_room(a, st, pool, d);
+            _cca_flush_parked(st, pool);              /* its neighbours as they really are */
+            cca_delta_t d = _cca_free_delta(a, b);
+            if ((done = _cca_ctr_apply(a, st, pool, &d)) && !_cca_park(a, st, b)) {
+                _cca_ptrmap_take(&st->live, b->addr);
+                _cca_free_block(a, b);
+            }
         }
-        if (room) free_fast(a, st, b, d);
-        if (room == 2) _cca_counters_release_others(a, st);
         _cca_unlock(&st->lock);
-        if (room) return CCA_OK;
+        if (done) return CCA_OK;
     }
     _cca_lock_all(a);
     b = find_live(a, ptr);

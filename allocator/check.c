@@ -26,7 +26,7 @@ static void add(tally_t *t, int pool, int64_t d)
 
 static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
 {
-    int ps = _cca_pool_stat(s->pool);
+    int ps = s->pool;
     CHECK(b->seg == s, "block %#lx points to the wrong segment", (unsigned long)b->addr);
     CHECK(b->size > 0 && b->size % CCA_MIN_BLOCK == 0, "block %#lx has size %zu", (unsigned long)b->addr, b->size);
     CHECK(!b->next || b->next->addr == b->addr + b->size, "blocks at %#lx are not contiguous", (unsigned long)b->addr);
@@ -75,7 +75,7 @@ static cca_status_t check_segment(const cca_allocator_t *a, cca_segment_t *s, wa
         sum += b->size;
     }
     CHECK(sum == s->size, "segment %#lx: blocks cover %zu of %zu bytes", (unsigned long)s->addr, sum, s->size);
-    int ps = _cca_pool_stat(s->pool);
+    int ps = s->pool;
     add(&w->segment, ps, 1);
     add(&w->reserved_bytes, ps, (int64_t)s->size);
     return CCA_OK;
@@ -113,15 +113,15 @@ static cca_status_t check_locked(cca_allocator_t *a)
         if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
     size_t n_streams = 0;
     for (cca_stream_t *s = a->streams; s; s = s->next, n_streams++) {
-        CHECK(s->free[0] && s->free[1] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
+        CHECK(s->free[CCA_POOL_SMALL] && s->free[CCA_POOL_LARGE] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
         CHECK(!s->dead || s->key == CCA_KEY_DEAD, "a retired stream keeps its key");
         CHECK(s->next || a->streams_tail == s, "the stream list's tail is wrong");
     }
     CHECK(n_streams == a->n_streams, "%zu stream records in the list, %zu counted", n_streams, a->n_streams);
     for (cca_stream_t *s = a->husks; s; s = s->next)
-        CHECK(!s->free[0] && !s->live.slots, "a retired record kept its bins or map");
+        CHECK(!s->free[CCA_POOL_SMALL] && !s->live.slots, "a retired record kept its bins or map");
     for (cca_stream_t *s = a->streams; s; s = s->next)
-        for (int p = 0; p < 2; p++) {
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) {
             size_t before = w.tree_blocks;
             _cca_bins_visit(s->free[p], count_tree, &w.tree_blocks);
             CHECK(w.tree_blocks - before == s->free[p]->count, "free-bin count %zu, %zu blocks in the bins",
@@ -131,11 +131,13 @@ static cca_status_t check_locked(cca_allocator_t *a)
     size_t mapped = 0;
     for (cca_stream_t *s = a->streams; s; s = s->next) {
         mapped += s->live.count;
-        CHECK(!s->parked[0] && !s->parked[1], "a parked block survived the all-locked path");
+        CHECK(!s->parked[CCA_POOL_SMALL] && !s->parked[CCA_POOL_LARGE], "a parked block survived the all-locked path");
         for (int k = 0; k < CCA_NSHARD; k++) {
-            const cca_ctr_t *c = &s->ctr[k];
-            CHECK(c->cur[0] <= c->lease[1] && c->cur[1] <= c->lease[2] && c->cur[0] + c->cur[1] <= c->lease[0],
-                  "a stream's figure %d passed its lease", k);
+            const cca_ctrs_t *c = &s->ctr;
+            for (int p = 0; p < CCA_POOL_COUNT; p++)
+                CHECK(c->room[p][k] >= 0, "a stream's figure %d (pool %d) passed its lease", k, p);
+            int64_t all = _cca_ctr_cur(c, CCA_POOL_ALL, k), sum = _cca_ctr_cur(c, CCA_POOL_SMALL, k) + _cca_ctr_cur(c, CCA_POOL_LARGE, k);
+            CHECK(all == sum, "a stream's figure %d: all pools %lld, small + large %lld", k, (long long)all, (long long)sum);
         }
     }
     CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
@@ -143,7 +145,8 @@ static cca_status_t check_locked(cca_allocator_t *a)
         const cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             int64_t leases = 0;
-            for (cca_stream_t *s = a->streams; s; s = s->next) leases += s->ctr[k].lease[p];
+            for (cca_stream_t *s = a->streams; s; s = s->next)
+                leases += s->ctr.lease[p][k];
             CHECK(leases <= f[p].peak, "the streams' leases of figure %d (pool %d) add up to %lld, above its peak %lld",
                   k, p, (long long)leases, (long long)f[p].peak);
         }

@@ -25,11 +25,17 @@ static void pool_put(cca_events_t *ev, cudaEvent_t e)
     else cudaEventDestroy(e);
 }
 
-/* Event i of st completed: the block is free once its last one did. */
-static void pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
+/* Event i of st completed: the block is free once its last one did, its
+ * figures changed first; false (nothing done) if the hot path's counters
+ * cannot take that change (the caller goes all locked). */
+static bool pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
 {
     cca_events_t *ev = &st->events;
     cca_pending_t p = ev->pending[i];
+    if (p.block->event_count == 1) {
+        cca_delta_t d = _cca_settle_delta(p.block);
+        if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
+    }
     ev->pending[i] = ev->pending[--ev->n_pending];
     pool_put(ev, p.event);
     if (--p.block->event_count == 0) {
@@ -37,6 +43,7 @@ static void pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
             atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
     }
+    return true;
 }
 
 void _cca_process_events(cca_allocator_t *a)
@@ -57,22 +64,13 @@ void _cca_process_events(cca_allocator_t *a)
 bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
 {
     cca_events_t *ev = &st->events;
-    _cca_flush_parked(a, st, CCA_PSMALL);          /* merges need the real neighbours */
-    _cca_flush_parked(a, st, CCA_PLARGE);
+    _cca_flush_parked(st, CCA_POOL_SMALL);            /* merges need the real neighbours */
+    _cca_flush_parked(st, CCA_POOL_LARGE);
     for (size_t i = 0; i < ev->n_pending;) {
-        cca_pending_t p = ev->pending[i];
-        cudaError_t e = cudaEventQuery(p.event);
+        cudaError_t e = cudaEventQuery(ev->pending[i].event);
         if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
         if (e != cudaSuccess) wait_device(a);
-        int room = 1;
-        if (p.block->event_count == 1) {           /* its last: the block is freed */
-            int64_t d[CCA_NSHARD];
-            _cca_pending_deltas(p.block, d);
-            room = _cca_counters_make_room(a, st, p.block->seg->pool, d);
-            if (!room) return false;
-        }
-        pending_done(a, st, i);
-        if (room == 2) _cca_counters_release_others(a, st);
+        if (!pending_done(a, st, i)) return false;
     }
     return true;
 }
@@ -139,7 +137,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
     dev_guard_t g;
     bool ok = _cca_device_enter(a, &g) == cudaSuccess && pending_reserve(ev, (size_t)b->n_uses);
     if (!ok) _cca_clear_error();
-    b->state = CCA_BLOCK_PENDING;
+    b->state = CCA_BLOCK_PENDING;                     /* the caller applied _cca_release_delta */
     b->event_count = 0;
     for (int i = 0; i < b->n_uses; i++) {
         const cca_use_t *u = &b->uses[i];
@@ -155,7 +153,11 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
         wait_use(a, u);
     }
     _cca_device_leave(&g);
-    if (b->event_count == 0) _cca_free_block(a, b);
+    if (b->event_count == 0) {                        /* nothing to wait for after all */
+        cca_delta_t d = _cca_settle_delta(b);
+        _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
+        _cca_free_block(a, b);
+    }
 }
 
 /* Destroys a retired stream's spare events and frees its event arrays (all

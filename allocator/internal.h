@@ -30,7 +30,6 @@
 #define CCA_LEAN_GROWTH_PERCENT 10
 #define CCA_MAX_REQUEST    ((size_t)1 << 62)          /* above this a size cannot be rounded safely */
 
-enum { CCA_PSMALL = 0, CCA_PLARGE = 1 };              /* index into per-stream pools */
 
 typedef enum cca_block_state {
     CCA_BLOCK_FREE = 0,                               /* inactive, in its stream's free tree */
@@ -72,7 +71,7 @@ struct cca_block {
 struct cca_segment {
     uintptr_t addr;
     size_t size;
-    int pool;                                         /* CCA_PSMALL / CCA_PLARGE */
+    int pool;                                         /* CCA_POOL_SMALL / CCA_POOL_LARGE */
     cca_stream_t *stream;
     cca_stream_t *_Atomic owner;                      /* = stream, for lock-free readers; NULL when recycled */
     cca_block_t *first;                               /* lowest block */
@@ -116,17 +115,28 @@ enum {
     CCA_NSHARD
 };
 
-/* One stat of one stream. Exact global peaks without a shared write on the
- * hot path: a stream may raise its figure up to its lease; the leases of all
- * streams add up to at most the global peak, so the global sum cannot pass
- * the peak unseen. Passing a lease takes the all-locked path, which updates
- * the peak exactly and deals the leases anew. */
-typedef struct cca_ctr {
-    int64_t cur[2];                                   /* per pool (CCA_PSMALL, CCA_PLARGE) */
-    int64_t inc[2];                                   /* total increases, per pool */
-    int64_t lease[3];                                 /* CCA_POOL_ALL / SMALL / LARGE */
-    int64_t high[2];                                  /* highest cur seen all locked: its demand */
-} cca_ctr_t;
+/* A transition's change to one stream's figures in one pool (see
+ * counters.c): block code computes it, the counters unit applies it. */
+typedef struct cca_delta {
+    int64_t v[CCA_NSHARD];
+    unsigned rise;                                    /* bit k: v[k] may be > 0 (a constant per transition) */
+} cca_delta_t;
+#define CCA_RISE_ALL   ((1u << CCA_NSHARD) - 1)
+#define CCA_RISE_SPLIT ((1u << CCA_K_inactive_split) | (1u << CCA_K_inactive_split_bytes))
+
+/* One stream's figures, by public pool (CCA_POOL_ALL / SMALL / LARGE).
+ * Exact global peaks without a shared write on the hot path: a stream may
+ * raise its figure up to its lease; the leases of all streams add up to at
+ * most the global peak, so the global sum cannot pass the peak unseen. The
+ * hot path keeps room = lease - current, so its whole check is the sign of
+ * the rooms it changed; current is lease - room, freed is inc - current
+ * (see counters.c). */
+typedef struct cca_ctrs {
+    int64_t room[CCA_POOL_COUNT][CCA_NSHARD];         /* lease - current */
+    int64_t lease[CCA_POOL_COUNT][CCA_NSHARD];
+    int64_t inc[CCA_POOL_COUNT][CCA_NSHARD];          /* total increases; [SMALL] and [LARGE] only */
+    int64_t high[CCA_POOL_COUNT][CCA_NSHARD];         /* highest current seen all locked (its demand); idem */
+} cca_ctrs_t;
 
 typedef struct cca_pending {                          /* an event a pending block waits for */
     cudaEvent_t event;
@@ -150,14 +160,12 @@ struct cca_stream {
     cca_lock_t lock;                                  /* guards everything below but next */
     uint64_t key;                                     /* identity (handle, or per-thread id); CCA_KEY_DEAD once retired */
     cudaStream_t handle;                              /* as the caller named it */
-    cca_ctr_t ctr[CCA_NSHARD];
+    cca_ctrs_t ctr;
     cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
     cca_block_t *spare;                               /* recycled block structs (via next) */
-    cca_block_t *parked[2];                           /* per pool: last freed block, merge deferred */
-    uint64_t parked_epoch[2];                         /* epoch when it was parked */
-    uint64_t epoch;                                   /* bumped when its leases shrink or its figures rise */
+    cca_block_t *parked[CCA_POOL_COUNT];              /* per pool: last freed block, merge deferred */
     cca_events_t events;                              /* events its pending blocks wait for */
-    cca_bins_t *free[2];                              /* free blocks, per pool (one allocation) */
+    cca_bins_t *free[CCA_POOL_COUNT];                 /* free blocks, [SMALL] and [LARGE] (one allocation) */
     int64_t host_bytes;                               /* host memory its hot path allocated (block structs, map) */
     uint64_t lookups;                                 /* frees and record_streams that found their block here */
     _Atomic bool dying;                               /* its thread exited: retire on the next all-locked call */
@@ -199,7 +207,7 @@ struct cca_allocator {
     cca_stream_t *husks;                              /* retired records for reuse (via next) */
     size_t n_streams;                                 /* records in the list, dead ones included */
     _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
-    int64_t retired_inc[CCA_NSHARD][2];               /* increases counted by streams since retired */
+    int64_t retired_inc[CCA_POOL_COUNT][CCA_NSHARD];  /* increases counted by streams since retired */
     cca_segment_t *segments;
     cca_segment_t *spare_segs;                        /* recycled segment records (via next) */
     void *_Atomic *segmap;                            /* address -> segment (segmap.c) */
@@ -326,21 +334,39 @@ cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total);   /*
 void   _cca_lock_all(cca_allocator_t *a);
 void   _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger);   /* trigger: stream served, or NULL */
 
-/* block.c: blocks inside segments, splitting and merging (stream locked). */
+/* block.c: blocks inside segments, splitting and merging (stream locked).
+ * No counting here: callers apply the transition's delta first. */
 cca_block_t *_cca_block_new(cca_stream_t *st);
 bool         _cca_spare_reserve(cca_stream_t *st);
 void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
 cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
 void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
 void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
-bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const int64_t d[CCA_NSHARD]);
+void         _cca_insert_free(cca_block_t *b);      /* b into its bins, merged (gc_base set) */
+
+/* The pool's free-search count, the age unit of garbage collection. */
+static inline uint64_t _cca_gc_now(cca_allocator_t *a)
+{
+    return a->gc_enabled ? atomic_load_explicit(&a->gc_searches, memory_order_relaxed) : 0;
+}
+
+/* park.c: the deferred merge (see there), behind -Dparking. */
+#if CCA_PARKING
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
 cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
-void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+void         _cca_flush_parked_block(cca_stream_t *st, int pool);
+#else
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+{ (void)a; (void)st; (void)b; return false; }
+static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+{ (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
+static inline void _cca_flush_parked_block(cca_stream_t *st, int pool) { (void)st; (void)pool; }
+#endif
 
 /* Does the merge a parked block of st's pool deferred, if there is one. */
-static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+static inline void _cca_flush_parked(cca_stream_t *st, int pool)
 {
-    if (st->parked[pool]) _cca_flush_parked_block(a, st, pool);
+    if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(st, pool);
 }
 
 /* segment.c: segments and the device (all locked). */
@@ -362,20 +388,18 @@ void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
 void         _cca_events_destroy(cca_allocator_t *a);
 void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 
-/* stats/counters.c: the per-stream counters and the all-locked view. */
-void         _cca_ctr_track(cca_allocator_t *a, int k, int pool, int64_t d);
+/* counters.c: the counters unit - the per-stream figures, their leases
+ * and peaks, and the all-locked public view. */
+void         _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
+bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
 void         _cca_counters_reset_peaks(cca_allocator_t *a);
 void         _cca_counters_view(cca_allocator_t *a, cca_stats_t *out);   /* all locked */
-bool         _cca_counters_steal(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
-/* Makes room under st's leases for the change d (st locked, hot path): 0
- * none (take the all-locked path), 1 room, 2 room with the other streams
- * held: apply d, then _cca_counters_release_others. */
-int          _cca_counters_make_room(cca_allocator_t *a, cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD]);
-void         _cca_counters_release_others(cca_allocator_t *a, cca_stream_t *st);
-cca_stat_t  *_cca_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard stat k, by pool */
+cca_stat_t  *_cca_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard figure k, by pool */
+/* Stream figure k's current value in public pool p. */
+static inline int64_t _cca_ctr_cur(const cca_ctrs_t *c, int p, int k) { return c->lease[p][k] - c->room[p][k]; }
 
 /* oomfig.c: the figures of an out-of-memory report (all locked). */
 void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
@@ -413,62 +437,61 @@ static inline void _cca_stat_add(cca_stat_t *s, int pool, int64_t d)
     _cca_stat_update(&s[pool], d);
 }
 
-static inline int _cca_pool_stat(int pool) { return pool == CCA_PSMALL ? CCA_POOL_SMALL : CCA_POOL_LARGE; }
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
 
-/* Whether changing stream st's figure k (pool `pool`) by d stays within its leases. */
-static inline bool _cca_lease_ok(const cca_stream_t *st, int k, int pool, int64_t d)
+/* Applies transition delta d (pool `pool`) to stream st's figures: the
+ * counters unit's one entry. All locked, the public view and its peaks
+ * follow. On the hot path (st locked) the change must stay within st's
+ * leases: false if it cannot be made to (nothing changed; take the
+ * all-locked path). Straight-line on the hot path: per figure two rooms
+ * (the pool's, all pools'), and for the figures the transition may raise
+ * (d->rise, a constant once inlined) the increase total and one sign test
+ * for all. */
+static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
-    const cca_ctr_t *c = &st->ctr[k];
-    return d <= 0 || (c->cur[pool] + d <= c->lease[1 + pool] && c->cur[0] + c->cur[1] + d <= c->lease[0]);
+    if (__builtin_expect(a->all_locked, 0)) {
+        _cca_ctr_locked(a, st, pool, d);
+        return true;
+    }
+    int64_t *restrict all = st->ctr.room[CCA_POOL_ALL], *restrict room = st->ctr.room[pool];
+    int64_t *restrict inc = st->ctr.inc[pool];
+    int64_t neg = 0;
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        int64_t x = d->v[k], r = all[k] - x, q = room[k] - x;
+        all[k] = r;
+        room[k] = q;
+        if (d->rise & (1u << k)) {                    /* only a rise can pass a lease or add to inc */
+            neg |= r | q;
+            inc[k] += x > 0 ? x : 0;
+        }
+    }
+    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, d);
 }
-
-/* Whether changing stream st's figures by d (pool `pool`) stays within its leases. */
-static inline bool _cca_counters_fit(const cca_stream_t *st, int pool, const int64_t d[CCA_NSHARD])
-{
-    for (int k = 0; k < CCA_NSHARD; k++)
-        if (!_cca_lease_ok(st, k, pool, d[k])) return false;
-    return true;
-}
-
-/* The hot path's _cca_ctr_add (all_locked is false there). */
-static inline void _cca_ctr_hot(cca_stream_t *st, int k, int pool, int64_t d)
-{
-    cca_ctr_t *c = &st->ctr[k];
-    c->cur[pool] += d;
-    if (d > 0) c->inc[pool] += d;
-}
-
-/* Adds d to stream st's figure k in `pool` (CCA_PSMALL/CCA_PLARGE). The
- * all-locked view follows when all locked; the hot path (one stream lock,
- * all_locked false, ordered by that lock) touches only the stream. */
-static inline void _cca_ctr_add(cca_allocator_t *a, cca_stream_t *st, int k, int pool, int64_t d)
-{
-    cca_ctr_t *c = &st->ctr[k];
-    c->cur[pool] += d;
-    if (d > 0) c->inc[pool] += d;
-    if (__builtin_expect(a->all_locked, 0)) _cca_ctr_track(a, k, pool, d);
-}
-
 
 /* ---- block.c's small helpers, inline for the hot path ---------------- */
 
-static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
+/* Best fit's max_split_size rules (PyTorch's): may a free block of
+ * `block_size` bytes serve a request of `size`? */
+static inline bool _cca_fit_ok(const cca_allocator_t *a, size_t size, size_t block_size)
 {
-    size_t remaining = b->size - size;
-    if (b->seg->pool == CCA_PSMALL) return remaining >= CCA_MIN_BLOCK;
+    size_t msz = a->cfg.max_split_size;
+    if (msz == SIZE_MAX) return true;
+    if (size < msz && block_size >= msz) return false;                    /* no oversize block for a small request */
+    return !(size >= msz && block_size >= size + CCA_LARGE_BUFFER);       /* nor one far too big */
+}
+
+/* Whether taking `size` bytes of a free block of `block_size` bytes in
+ * `pool` splits the rest off (PyTorch's rule). */
+static inline bool _cca_split_rule(const cca_allocator_t *a, int pool, size_t block_size, size_t size)
+{
+    size_t remaining = block_size - size;
+    if (pool == CCA_POOL_SMALL) return remaining >= CCA_MIN_BLOCK;
     return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
 }
 
-/* What taking `size` bytes of free block b does to the inactive-split
- * figures: b stops counting, the split-off rest (if any) counts. */
-static inline bool _cca_take_split_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size,
-                               int64_t *dcount, int64_t *dbytes)
+static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
 {
-    bool split = _cca_should_split(a, b, size), was = _cca_block_is_split(b);
-    *dcount = (int64_t)split - (int64_t)was;
-    *dbytes = (split ? (int64_t)(b->size - size) : 0) - (was ? (int64_t)b->size : 0);
-    return split;
+    return _cca_split_rule(a, b->seg->pool, b->size, size);
 }
 
 /* What freeing b does to its pool's inactive-split figures: its free
@@ -490,38 +513,67 @@ static inline int64_t _cca_oversize(const cca_allocator_t *a, size_t size)
     return size >= a->cfg.max_split_size;
 }
 
-/* The change to st's figures that taking `size` bytes of b makes. */
-static inline void _cca_take_deltas(const cca_allocator_t *a, const cca_block_t *b, size_t size, size_t requested,
-                      int64_t d[CCA_NSHARD])
+/* ---- transitions' deltas: what each block transition does to its
+ * stream's figures, computed before it (the block as it is now) ---------- */
+
+/* A free block of `block_size` bytes in `pool` (inside a split segment
+ * or not) -> allocated, its first `size` bytes (the rest split off). */
+static inline cca_delta_t _cca_take_delta_of(const cca_allocator_t *a, int pool, size_t block_size, bool was_split,
+                                             size_t size, size_t requested)
 {
-    int64_t dcount, dbytes;
-    bool split = _cca_take_split_deltas(a, b, size, &dcount, &dbytes);
-    int64_t bytes = (int64_t)(split ? size : b->size);
-    d[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
-    d[CCA_K_allocation] = d[CCA_K_active] = 1;
-    d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = bytes;
-    d[CCA_K_requested_bytes] = (int64_t)requested;
-    d[CCA_K_inactive_split] = dcount;
-    d[CCA_K_inactive_split_bytes] = dbytes;
+    bool split = _cca_split_rule(a, pool, block_size, size);
+    int64_t bytes = (int64_t)(split ? size : block_size);
+    cca_delta_t d;
+    d.rise = CCA_RISE_ALL;
+    d.v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
+    d.v[CCA_K_allocation] = d.v[CCA_K_active] = 1;
+    d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = bytes;
+    d.v[CCA_K_requested_bytes] = (int64_t)requested;
+    d.v[CCA_K_inactive_split] = (int64_t)split - (int64_t)was_split;   /* it stops counting, the rest counts */
+    d.v[CCA_K_inactive_split_bytes] = (split ? (int64_t)(block_size - size) : 0) - (was_split ? (int64_t)block_size : 0);
+    return d;
 }
 
-/* The change to its stream's figures when pending block b becomes free. */
-static inline void _cca_pending_deltas(const cca_block_t *b, int64_t d[CCA_NSHARD])
+/* Free block b -> allocated, its first `size` bytes (the rest split off). */
+static inline cca_delta_t _cca_take_delta(const cca_allocator_t *a, const cca_block_t *b, size_t size,
+                                          size_t requested)
 {
-    _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
-    d[CCA_K_allocation] = d[CCA_K_allocated_bytes] = d[CCA_K_requested_bytes] = d[CCA_K_oversize_allocations] = 0;
-    d[CCA_K_active] = -1;
-    d[CCA_K_active_bytes] = -(int64_t)b->size;
+    return _cca_take_delta_of(a, b->seg->pool, b->size, _cca_block_is_split(b), size, requested);
 }
 
-/* The change to its stream's figures that freeing allocated block b makes. */
-static inline void _cca_free_deltas(const cca_allocator_t *a, const cca_block_t *b, int64_t d[CCA_NSHARD])
+/* Allocated block b -> pending (freed, awaiting other streams' events). */
+static inline cca_delta_t _cca_release_delta(const cca_allocator_t *a, const cca_block_t *b)
 {
-    _cca_merge_deltas(b, &d[CCA_K_inactive_split], &d[CCA_K_inactive_split_bytes]);
-    d[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
-    d[CCA_K_allocation] = d[CCA_K_active] = -1;
-    d[CCA_K_allocated_bytes] = d[CCA_K_active_bytes] = -(int64_t)b->size;
-    d[CCA_K_requested_bytes] = -(int64_t)b->requested;
+    cca_delta_t d = { { 0 }, 0 };
+    d.v[CCA_K_allocation] = -1;
+    d.v[CCA_K_allocated_bytes] = -(int64_t)b->size;
+    d.v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+    d.v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+    return d;
+}
+
+/* Pending block b -> free, merged with its free neighbours. */
+static inline cca_delta_t _cca_settle_delta(const cca_block_t *b)
+{
+    cca_delta_t d = { { 0 }, CCA_RISE_SPLIT };
+    _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
+    d.v[CCA_K_active] = -1;
+    d.v[CCA_K_active_bytes] = -(int64_t)b->size;
+    return d;
+}
+
+/* Allocated block b -> free, merged with its free neighbours (release and
+ * settle in one step: each figure changes once, as in PyTorch). */
+static inline cca_delta_t _cca_free_delta(const cca_allocator_t *a, const cca_block_t *b)
+{
+    cca_delta_t d;
+    d.rise = CCA_RISE_SPLIT;
+    _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
+    d.v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+    d.v[CCA_K_allocation] = d.v[CCA_K_active] = -1;
+    d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = -(int64_t)b->size;
+    d.v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+    return d;
 }
 
 #endif /* CCA_INTERNAL_H */

@@ -81,7 +81,7 @@ static void success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fi
 {
     bool fallback = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
     /* small pool: a 2 MiB segment, or any free small block (no split limit there) */
-    const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_PSMALL]) : NULL;
+    const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_POOL_SMALL]) : NULL;
     if (CCA_SMALL_BUFFER <= avail) add_span(f, 1, CCA_SMALL_SIZE);
     else if (s) add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
     /* large pool, new segments: 20 MiB below 10 MiB (or the request rounded
@@ -94,15 +94,15 @@ static void success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fi
     if (!st) return;
     size_t msz = a->cfg.max_split_size;
     if (msz == SIZE_MAX) {
-        const cca_block_t *l = _cca_bins_largest(st->free[CCA_PLARGE]);
+        const cca_block_t *l = _cca_bins_largest(st->free[CCA_POOL_LARGE]);
         if (l) add_span(f, CCA_SMALL_SIZE + 1, l->size);
         return;
     }
     below_t w = { msz, 0 };                           /* below msz: a block below msz */
-    _cca_bins_visit(st->free[CCA_PLARGE], largest_below, &w);
+    _cca_bins_visit(st->free[CCA_POOL_LARGE], largest_below, &w);
     if (w.best) add_span(f, CCA_SMALL_SIZE + 1, w.best);
     big_blocks_t bb = { f, msz };
-    _cca_bins_visit(st->free[CCA_PLARGE], oversize_span, &bb);
+    _cca_bins_visit(st->free[CCA_POOL_LARGE], oversize_span, &bb);
 }
 
 /* The largest caller's size whose rounded size is at most r (rounding is
@@ -154,7 +154,7 @@ size_t _cca_largest_free(const cca_allocator_t *a)
 {
     size_t largest = 0;
     for (const cca_stream_t *st = a->streams; st; st = st->next)
-        for (int p = 0; p < 2; p++) {
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) {
             const cca_block_t *b = _cca_bins_largest(st->free[p]);
             if (b && b->size > largest) largest = b->size;
         }

@@ -133,7 +133,7 @@ static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool
     b->state = CCA_BLOCK_FREE;
     _cca_bins_insert(st->free[pool], b);
     _cca_segmap_insert(a, seg);
-    int ps = _cca_pool_stat(pool);
+    int ps = pool;
     _cca_stat_add(a->stats.segment, ps, 1);
     _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
     if (_cca_oversize(a, size)) _cca_stat_update(&a->oversize_segments, 1);
@@ -158,7 +158,7 @@ bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
     }
     _cca_segmap_remove(a, seg);
     _cca_bins_remove(seg->stream->free[seg->pool], b);
-    int ps = _cca_pool_stat(seg->pool);
+    int ps = seg->pool;
     _cca_stat_add(a->stats.segment, ps, -1);
     _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
     if (_cca_oversize(a, seg->size)) _cca_stat_update(&a->oversize_segments, -1);
@@ -192,7 +192,7 @@ void _cca_release_cached(cca_allocator_t *a)
 static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
     size_t msz = a->cfg.max_split_size;
-    if (msz == SIZE_MAX || pool != CCA_PLARGE) return false;
+    if (msz == SIZE_MAX || pool != CCA_POOL_LARGE) return false;
     size_t key = size < msz ? msz : size;
     cca_block_t *b = _cca_bins_best_fit(st->free[pool], key);
     if (b) return _cca_release_segment(a, b->seg);
@@ -218,7 +218,7 @@ static void garbage_collect(cca_allocator_t *a)
     uint64_t now = atomic_load_explicit(&a->gc_searches, memory_order_relaxed);
     uint64_t total_age = 0;
     for (cca_segment_t *s = a->segments; s; s = s->next)
-        if (s->pool == CCA_PLARGE && segment_unused(s)) {
+        if (s->pool == CCA_POOL_LARGE && segment_unused(s)) {
             total_age += now - s->first->gc_base;
             count++;
         }
@@ -228,7 +228,7 @@ static void garbage_collect(cca_allocator_t *a)
         freed = false;
         for (cca_segment_t *s = a->segments, *next; s; s = next) {
             next = s->next;
-            if (s->pool != CCA_PLARGE || !segment_unused(s)) continue;
+            if (s->pool != CCA_POOL_LARGE || !segment_unused(s)) continue;
             uint64_t age = now - s->first->gc_base;
             if ((double)age < avg) continue;
             size_t sz = s->size;
@@ -275,11 +275,11 @@ static size_t grown_size(const cca_allocator_t *a, int pool, size_t size)
 {
     size_t pct = a->cfg.segment_growth_percent;
     if (!pct) return size;
-    int ps = _cca_pool_stat(pool);
+    int ps = pool;
     size_t reserved_pool = (size_t)a->stats.reserved_bytes[ps].current;
     size_t want = reserved_pool / 100 * pct + reserved_pool % 100 * pct / 100;
     want = CCA_ROUND_LARGE * ((want + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
-    size_t cap = pool == CCA_PSMALL ? CCA_SMALL_GROWTH_MAX
+    size_t cap = pool == CCA_POOL_SMALL ? CCA_SMALL_GROWTH_MAX
                : a->cfg.max_split_size == SIZE_MAX ? SIZE_MAX : a->cfg.max_split_size - CCA_ROUND_LARGE;
     if (want > cap) want = cap;
     /* never spend more than a quarter of the remaining room on slack */

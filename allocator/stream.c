@@ -72,8 +72,9 @@ static bool body_alloc(cca_stream_t *st)
         free(bins);
         return false;
     }
-    st->free[CCA_PSMALL] = &bins[0];
-    st->free[CCA_PLARGE] = &bins[1];
+    st->free[CCA_POOL_SMALL] = &bins[0];
+    st->free[CCA_POOL_LARGE] = &bins[1];
+    st->free[CCA_POOL_ALL] = NULL;                    /* no bins of its own */
     return true;
 }
 
@@ -87,15 +88,15 @@ static void body_free(cca_stream_t *st)
     }
     st->spare = NULL;
     _cca_ptrmap_fini(&st->live);
-    free(st->free[CCA_PSMALL]);                       /* both pools: one allocation */
-    st->free[CCA_PSMALL] = st->free[CCA_PLARGE] = NULL;
+    free(st->free[CCA_POOL_SMALL]);                       /* both pools: one allocation */
+    st->free[CCA_POOL_SMALL] = st->free[CCA_POOL_LARGE] = NULL;
 }
 
 /* Host bytes of st's heavy parts, for the host_bytes figure. */
 int64_t _cca_stream_host_bytes(const cca_stream_t *st)
 {
     int64_t n = st->host_bytes + (int64_t)st->live.bytes;
-    if (st->free[CCA_PSMALL]) n += 2 * (int64_t)sizeof(cca_bins_t);
+    if (st->free[CCA_POOL_SMALL]) n += 2 * (int64_t)sizeof(cca_bins_t);
     n += (int64_t)(st->events.cap_pending * sizeof(cca_pending_t) + st->events.cap_pool * sizeof(cudaEvent_t));
     return n;
 }
@@ -162,7 +163,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 
 void _cca_stream_free(cca_stream_t *st)
 {
-    if (st->free[CCA_PSMALL]) body_free(st);
+    if (st->free[CCA_POOL_SMALL]) body_free(st);
     free(st);
 }
 
@@ -182,8 +183,8 @@ static void bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
     else a->streams = next;
     if (a->streams_tail == st) a->streams_tail = prev;
     a->n_streams--;
-    for (int k = 0; k < CCA_NSHARD; k++)
-        for (int q = 0; q < 2; q++) a->retired_inc[k][q] += st->ctr[k].inc[q];
+    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+        for (int k = 0; k < CCA_NSHARD; k++) a->retired_inc[q][k] += st->ctr.inc[q][k];
     _cca_events_release(a, st);
     body_free(st);
     a->host_bytes += st->host_bytes;                  /* what it counted lives on elsewhere, or was freed above */

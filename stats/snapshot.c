@@ -25,7 +25,7 @@ static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_s
                          cca_block_info_t *blocks)
 {
     *si = (cca_segment_info_t){
-        .device = a->cfg.device, .pool = _cca_pool_stat(s->pool), .address = s->addr,
+        .device = a->cfg.device, .pool = (s->pool), .address = s->addr,
         .total_size = s->size, .stream = s->stream->handle,
     };
     for (const cca_block_t *b = s->first; b; b = b->next) {
