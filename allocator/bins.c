@@ -57,11 +57,11 @@ void _cca_bins_remove(cca_bins_t *bs, cca_block_t *b)
     bs->count--;
 }
 
-void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t new_size)
+void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size)
 {
     unsigned from = bin_of(old->size), to = bin_of(new_size);
     if (from == to) {
-        _cca_tree_rekey(&bs->root[from], old, nu, new_size);
+        _cca_tree_rekey(&bs->root[from], old, nu, new_addr, new_size);
         return;
     }
     if (bs->root[from] == old && !old->left && !old->right && !bs->root[to]) {
@@ -73,6 +73,7 @@ void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t n
         _cca_tree_remove(&bs->root[from], old);
     }
     unmark_if_empty(bs, from);
+    nu->addr = new_addr;
     nu->size = new_size;
     if (bs->root[to]) _cca_tree_insert(&bs->root[to], nu);
     else bs->root[to] = nu;

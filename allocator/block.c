@@ -54,7 +54,7 @@ void _cca_insert_free(cca_block_t *b)
         _cca_bins_remove(bins_of(n), n);
         p->next = n->next;
         if (n->next) n->next->prev = p;
-        _cca_bins_rekey(bins_of(p), p, p, p->size + b->size + n->size);
+        _cca_bins_rekey(bins_of(p), p, p, p->addr, p->size + b->size + n->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         _cca_block_recycle(st, n);
@@ -62,14 +62,14 @@ void _cca_insert_free(cca_block_t *b)
     } else if (pf) {                      /* p absorbs b */
         p->next = n;
         if (n) n->prev = p;
-        _cca_bins_rekey(bins_of(p), p, p, p->size + b->size);
+        _cca_bins_rekey(bins_of(p), p, p, p->addr, p->size + b->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         b = p;
     } else if (nf) {                      /* b absorbs n and takes its place */
         b->next = n->next;
         if (n->next) n->next->prev = b;
-        _cca_bins_rekey(bins_of(n), n, b, b->size + n->size);
+        _cca_bins_rekey(bins_of(n), n, b, b->addr, b->size + n->size);
         _cca_block_recycle(st, n);
     } else {
         _cca_bins_insert(bins_of(b), b);
@@ -105,7 +105,7 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
         r->next = b->next;
         r->state = CCA_BLOCK_FREE;
         r->gc_base = _cca_gc_now(a);
-        _cca_bins_rekey(bins_of(b), b, r, b->size - size);   /* r takes b's place */
+        _cca_bins_rekey(bins_of(b), b, r, r->addr, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;

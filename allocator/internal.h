@@ -120,6 +120,7 @@ enum {
 typedef struct cca_delta {
     int64_t v[CCA_NSHARD];
     unsigned rise;                                    /* bit k: v[k] may be > 0 (a constant per transition) */
+    unsigned pos;                                     /* bit k: v[k] >= 0 for sure (idem) */
 } cca_delta_t;
 #define CCA_RISE_ALL   ((1u << CCA_NSHARD) - 1)
 #define CCA_RISE_SPLIT ((1u << CCA_K_inactive_split) | (1u << CCA_K_inactive_split_bytes))
@@ -229,7 +230,7 @@ struct cca_allocator {
 /* tree.c: free blocks ordered by (size, addr) - a treap. */
 void         _cca_tree_insert(cca_block_t **root, cca_block_t *b);
 void         _cca_tree_remove(cca_block_t **root, cca_block_t *b);
-void         _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, size_t new_size);
+void         _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size);
 cca_block_t *_cca_tree_lower_bound(cca_block_t *root, size_t size);
 cca_block_t *_cca_tree_max(cca_block_t *root);
 typedef void (*cca_tree_visit_fn)(cca_block_t *b, void *arg);
@@ -238,7 +239,8 @@ void         _cca_tree_visit(cca_block_t *root, cca_tree_visit_fn fn, void *arg)
 /* bins.c: a stream and pool's free blocks by size class. */
 void         _cca_bins_insert(cca_bins_t *bs, cca_block_t *b);
 void         _cca_bins_remove(cca_bins_t *bs, cca_block_t *b);
-void         _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, size_t new_size);
+/* old's key becomes (new_size, new_addr), carried by nu (old, or a block taking its place) */
+void         _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size);
 cca_block_t *_cca_bins_best_fit(const cca_bins_t *bs, size_t size);   /* smallest (size, addr) >= size */
 cca_block_t *_cca_bins_largest(const cca_bins_t *bs);
 cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b);    /* next in (size, addr) order */
@@ -391,7 +393,7 @@ void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 /* counters.c: the counters unit - the per-stream figures, their leases
  * and peaks, and the all-locked public view. */
 void         _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
-bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
+bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_delta_t d);   /* by value: the hot path keeps d in registers */
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
@@ -462,10 +464,11 @@ static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool
         room[k] = q;
         if (d->rise & (1u << k)) {                    /* only a rise can pass a lease or add to inc */
             neg |= r | q;
-            inc[k] += x > 0 ? x : 0;
+            __asm__("" : "+r"(neg));                  /* as it goes: no spills for a vectorized reduction */
+            inc[k] += d->pos & (1u << k) || x > 0 ? x : 0;
         }
     }
-    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, d);
+    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, *d);
 }
 
 /* ---- block.c's small helpers, inline for the hot path ---------------- */
@@ -525,6 +528,7 @@ static inline cca_delta_t _cca_take_delta_of(const cca_allocator_t *a, int pool,
     int64_t bytes = (int64_t)(split ? size : block_size);
     cca_delta_t d;
     d.rise = CCA_RISE_ALL;
+    d.pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
     d.v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
     d.v[CCA_K_allocation] = d.v[CCA_K_active] = 1;
     d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = bytes;
@@ -544,7 +548,7 @@ static inline cca_delta_t _cca_take_delta(const cca_allocator_t *a, const cca_bl
 /* Allocated block b -> pending (freed, awaiting other streams' events). */
 static inline cca_delta_t _cca_release_delta(const cca_allocator_t *a, const cca_block_t *b)
 {
-    cca_delta_t d = { { 0 }, 0 };
+    cca_delta_t d = { { 0 }, 0, 0 };
     d.v[CCA_K_allocation] = -1;
     d.v[CCA_K_allocated_bytes] = -(int64_t)b->size;
     d.v[CCA_K_requested_bytes] = -(int64_t)b->requested;
@@ -555,7 +559,7 @@ static inline cca_delta_t _cca_release_delta(const cca_allocator_t *a, const cca
 /* Pending block b -> free, merged with its free neighbours. */
 static inline cca_delta_t _cca_settle_delta(const cca_block_t *b)
 {
-    cca_delta_t d = { { 0 }, CCA_RISE_SPLIT };
+    cca_delta_t d = { { 0 }, CCA_RISE_SPLIT, 0 };
     _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
     d.v[CCA_K_active] = -1;
     d.v[CCA_K_active_bytes] = -(int64_t)b->size;
@@ -568,6 +572,7 @@ static inline cca_delta_t _cca_free_delta(const cca_allocator_t *a, const cca_bl
 {
     cca_delta_t d;
     d.rise = CCA_RISE_SPLIT;
+    d.pos = 0;
     _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
     d.v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
     d.v[CCA_K_allocation] = d.v[CCA_K_active] = -1;

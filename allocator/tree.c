@@ -56,11 +56,11 @@ void _cca_tree_remove(cca_block_t **root, cca_block_t *b)
 static cca_block_t *leftmost(cca_block_t *t) { while (t->left) t = t->left; return t; }
 static cca_block_t *rightmost(cca_block_t *t) { while (t->right) t = t->right; return t; }
 
-/* Gives tree node `old` the key (new_size, nu->addr), carried by `nu` (old
+/* Gives tree node `old` the key (new_size, new_addr), carried by `nu` (old
  * itself, or a block taking its place). The hot path's split and merge only
  * shrink or grow one free block, which rarely changes its rank: then nu just
  * takes old's place, saving a remove and an insert. */
-void _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, size_t new_size)
+void _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size)
 {
     cca_block_t **link = root, *pred = NULL, *succ = NULL;
     while (*link != old) {
@@ -72,6 +72,7 @@ void _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, size
     cca_block_t *l = old->left, *r = old->right;
     uint32_t prio = old->prio;
     old->left = old->right = NULL;
+    nu->addr = new_addr;
     nu->size = new_size;
     if ((!pred || key_less(pred, nu)) && (!succ || key_less(nu, succ))) {
         nu->left = l;
