@@ -96,7 +96,8 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
         if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? fail_host(a, "cca_malloc") : fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
-    cca_delta_t d = _cca_take_delta(a, b, rounded, size);
+    cca_delta_t d;
+    _cca_take_delta(&d, a, b, rounded, size);
     _cca_ctr_apply(a, st, pool, &d);               /* all locked: cannot fail */
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
@@ -120,7 +121,8 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
-    cca_delta_t d = _cca_take_delta(a, b, rounded, size);
+    cca_delta_t d;
+    _cca_take_delta(&d, a, b, rounded, size);
     if (!_cca_ctr_apply(a, st, pool, &d)) return false;
     note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
@@ -167,38 +169,43 @@ static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b
     int pool = b->seg->pool;
     _cca_ptrmap_take(&st->live, b->addr);
     if (__builtin_expect(b->n_uses != 0, 0)) {
-        cca_delta_t d = _cca_release_delta(a, b);
+        cca_delta_t d;
+        _cca_release_delta(&d, a, b);
         _cca_ctr_apply(a, st, pool, &d);
         b->requested = 0;
         _cca_free_with_uses(a, b);
     } else {
-        cca_delta_t d = _cca_free_delta(a, b);
+        cca_delta_t d;
+        _cca_free_delta(&d, a, b);
         _cca_ctr_apply(a, st, pool, &d);
         _cca_free_block(a, b);
     }
 }
 
-/* The stream record that holds live block ptr, locked, with the block in
- * *out; NULL (nothing locked) when ptr is not a live block of a. One look
- * in the address map, one stream visited, no scan: the map may name a
- * segment released meanwhile (records are recycled, never freed), so the
- * answer is the stream's own map, read under its lock. */
-/* The live block at ptr in st's own map (st locked), or NULL; counted. */
-static cca_block_t *live_in(cca_stream_t *st, void *ptr)
+/* The live block at ptr in st's own map (st locked), or NULL; counted.
+ * *slot (if not NULL) gets its map slot. */
+static cca_block_t *live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t **slot)
 {
-    cca_block_t *b = st->live.slots ? _cca_ptrmap_get(&st->live, (uintptr_t)ptr) : NULL;
-    if (!b || b->state != CCA_BLOCK_ALLOCATED) return NULL;
+    cca_ptrmap_slot_t *s = st->live.slots ? _cca_ptrmap_find(&st->live, (uintptr_t)ptr) : NULL;
+    if (!s || s->block->state != CCA_BLOCK_ALLOCATED) return NULL;
     st->lookups++;
-    return b;
+    if (slot) *slot = s;
+    return s->block;
 }
 
-static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out)
+/* The stream record that holds live block ptr, locked, with the block in
+ * *out and its map slot in *slot; NULL (nothing locked) when ptr is not a
+ * live block of a. One look in the address map, one stream visited, no
+ * scan: the map may name a segment released meanwhile (records are
+ * recycled, never freed), so the answer is the stream's own map, read
+ * under its lock. */
+static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out, cca_ptrmap_slot_t **slot)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
     cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
     if (!st) return NULL;
     _cca_lock(&st->lock);
-    if (!(*out = live_in(st, ptr))) {
+    if (!(*out = live_in(st, ptr, slot))) {
         _cca_unlock(&st->lock);
         return NULL;
     }
@@ -209,7 +216,7 @@ static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out
 static cca_block_t *find_live(cca_allocator_t *a, void *ptr)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
-    return seg && seg->stream ? live_in(seg->stream, ptr) : NULL;
+    return seg && seg->stream ? live_in(seg->stream, ptr, NULL) : NULL;
 }
 
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
@@ -217,17 +224,22 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
     if (!ptr) return CCA_OK;
     cca_block_t *b = NULL;
-    cca_stream_t *st = lock_owner(a, ptr, &b);
+    cca_ptrmap_slot_t *slot = NULL;
+    cca_stream_t *st = lock_owner(a, ptr, &b, &slot);
     if (st) {
         /* watched (every change all locked), used on other streams (events
          * to record) or retired (its segment may go back): all locked */
         bool done = false;
         if (!hooked(a) && b->n_uses == 0 && !st->dead) {
             int pool = b->seg->pool;
-            _cca_flush_parked(st, pool);              /* its neighbours as they really are */
-            cca_delta_t d = _cca_free_delta(a, b);
+            if (st->parked[pool]) {                   /* its neighbours as they really are */
+                _cca_flush_parked(st, pool);
+                slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
+            }
+            cca_delta_t d;
+            _cca_free_delta(&d, a, b);
             if ((done = _cca_ctr_apply(a, st, pool, &d)) && !_cca_park(a, st, b)) {
-                _cca_ptrmap_take(&st->live, b->addr);
+                _cca_ptrmap_erase(&st->live, slot);
                 _cca_free_block(a, b);
             }
         }
@@ -275,7 +287,7 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     if (key == UINT64_MAX)
         return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
     cca_block_t *b = NULL;
-    cca_stream_t *st = ptr ? lock_owner(a, ptr, &b) : NULL;
+    cca_stream_t *st = ptr ? lock_owner(a, ptr, &b, NULL) : NULL;
     if (st) {
         bool done = add_use(b, stream, key);
         _cca_unlock(&st->lock);

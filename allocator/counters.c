@@ -47,7 +47,7 @@ static inline void ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *d, int64_
         int64_t x = sign * d->v[k];
         c->room[CCA_POOL_ALL][k] -= x;
         c->room[pool][k] -= x;
-        if (d->v[k] > 0) c->inc[pool][k] += x;        /* (d->rise says where it may be) */
+        if (d->v[k] > 0) c->inc[pool][k] += x;
     }
 }
 
@@ -56,8 +56,9 @@ static inline void ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *d, int64_
 void _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
     ctr_add(&st->ctr, pool, d, 1);
-    for (int k = 0; k < CCA_NSHARD; k++)
+    for (int k = 0; k < CCA_NSHARD; k++) {
         if (d->v[k]) _cca_stat_add(_cca_shard_stat(a, k), pool, d->v[k]);
+    }
     a->counters_moved = true;
 }
 
@@ -255,9 +256,8 @@ static inline bool ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
  * and apply it again, or leave nothing changed and return false. With the
  * others held, the change is applied before they are let go, so the new
  * peaks are sums that really happen. */
-bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_delta_t dv)
+bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
-    const cca_delta_t *d = &dv;
     ctr_add(&st->ctr, pool, d, -1);
     if (steal(a, st) && ctr_fits(&st->ctr, pool, d)) {
         ctr_add(&st->ctr, pool, d, 1);

@@ -33,7 +33,8 @@ static bool pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     cca_events_t *ev = &st->events;
     cca_pending_t p = ev->pending[i];
     if (p.block->event_count == 1) {
-        cca_delta_t d = _cca_settle_delta(p.block);
+        cca_delta_t d;
+        _cca_settle_delta(&d, p.block);
         if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
     }
     ev->pending[i] = ev->pending[--ev->n_pending];
@@ -154,7 +155,8 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
     }
     _cca_device_leave(&g);
     if (b->event_count == 0) {                        /* nothing to wait for after all */
-        cca_delta_t d = _cca_settle_delta(b);
+        cca_delta_t d;
+        _cca_settle_delta(&d, b);
         _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
         _cca_free_block(a, b);
     }

@@ -118,7 +118,7 @@ enum {
 /* A transition's change to one stream's figures in one pool (see
  * counters.c): block code computes it, the counters unit applies it. */
 typedef struct cca_delta {
-    int64_t v[CCA_NSHARD];
+    int64_t v[CCA_NSHARD];                            /* change of each current figure */
     unsigned rise;                                    /* bit k: v[k] may be > 0 (a constant per transition) */
     unsigned pos;                                     /* bit k: v[k] >= 0 for sure (idem) */
 } cca_delta_t;
@@ -247,13 +247,57 @@ cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b);    /* n
 bool         _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b);
 void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg);
 
-/* ptrmap.c */
+/* ptrmap.c: a stream's handed-out address -> block (its lookups inline). */
 bool         _cca_ptrmap_init(cca_ptrmap_t *m);
 void         _cca_ptrmap_fini(cca_ptrmap_t *m);
-bool         _cca_ptrmap_reserve(cca_ptrmap_t *m);
-void         _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b);   /* after _cca_ptrmap_reserve */
-cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key);
-cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key);
+bool         _cca_ptrmap_grow(cca_ptrmap_t *m);
+void         _cca_ptrmap_erase(cca_ptrmap_t *m, cca_ptrmap_slot_t *slot);
+
+static inline size_t _cca_ptrmap_home(uintptr_t key, size_t mask)
+{
+    uint64_t x = (uint64_t)key >> 9;                  /* addresses are 512-B aligned */
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 20) & mask;
+}
+
+/* Makes room for one more key, so a later put cannot fail. */
+static inline bool _cca_ptrmap_reserve(cca_ptrmap_t *m)
+{
+    return (m->count + 1) * 4 <= m->mask + 1 || _cca_ptrmap_grow(m);
+}
+
+/* Adds key; the caller made room with _cca_ptrmap_reserve first. */
+static inline void _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
+{
+    size_t i = _cca_ptrmap_home(key, m->mask);
+    while (m->slots[i].key) i = (i + 1) & m->mask;
+    m->slots[i].key = key;
+    m->slots[i].block = b;
+    m->count++;
+}
+
+/* key's slot, or NULL; valid until the map next changes. */
+static inline cca_ptrmap_slot_t *_cca_ptrmap_find(const cca_ptrmap_t *m, uintptr_t key)
+{
+    for (size_t i = _cca_ptrmap_home(key, m->mask); m->slots[i].key; i = (i + 1) & m->mask)
+        if (m->slots[i].key == key) return &m->slots[i];
+    return NULL;
+}
+
+static inline cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key)
+{
+    cca_ptrmap_slot_t *s = _cca_ptrmap_find(m, key);
+    return s ? s->block : NULL;
+}
+
+static inline cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key)
+{
+    cca_ptrmap_slot_t *s = _cca_ptrmap_find(m, key);
+    if (!s) return NULL;
+    cca_block_t *b = s->block;
+    _cca_ptrmap_erase(m, s);
+    return b;
+}
 
 /* segmap.c: the allocator-wide address map (read without a lock). */
 bool           _cca_segmap_init(cca_allocator_t *a);
@@ -294,12 +338,15 @@ static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
     return h == (uintptr_t)cudaStreamPerThread ? _cca_stream_key_special(device, s) : 0;
 }
 
-/* a's stream `key`, if this thread used it lately. */
+/* a's stream `key`, if this thread used it lately: the one it used last
+ * first (one compare on the hot path), then the others. */
 static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
 {
-    for (unsigned i = 0; i < CCA_STREAM_CACHE; i++) {
-        const cca_thread_streams_t *t = &_cca_thread_streams;
-        const cca_stream_cache_t *c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
+    const cca_thread_streams_t *t = &_cca_thread_streams;
+    const cca_stream_cache_t *c = &t->e[t->last];
+    if (__builtin_expect(c->alloc_id == a->id && c->key == key, 1)) return c->st;
+    for (unsigned i = 1; i < CCA_STREAM_CACHE; i++) {
+        c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
     return NULL;
@@ -393,7 +440,7 @@ void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 /* counters.c: the counters unit - the per-stream figures, their leases
  * and peaks, and the all-locked public view. */
 void         _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
-bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_delta_t d);   /* by value: the hot path keeps d in registers */
+bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
@@ -465,10 +512,10 @@ static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool
         if (d->rise & (1u << k)) {                    /* only a rise can pass a lease or add to inc */
             neg |= r | q;
             __asm__("" : "+r"(neg));                  /* as it goes: no spills for a vectorized reduction */
-            inc[k] += d->pos & (1u << k) || x > 0 ? x : 0;
         }
+        if (d->rise & (1u << k)) inc[k] += d->pos & (1u << k) || x > 0 ? x : 0;
     }
-    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, *d);
+    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, d);
 }
 
 /* ---- block.c's small helpers, inline for the hot path ---------------- */
@@ -517,68 +564,81 @@ static inline int64_t _cca_oversize(const cca_allocator_t *a, size_t size)
 }
 
 /* ---- transitions' deltas: what each block transition does to its
- * stream's figures, computed before it (the block as it is now) ---------- */
+ * stream's figures, computed before it (the block as it is now), written
+ * into the caller's *d (no copies on the hot path) ---------------------- */
 
 /* A free block of `block_size` bytes in `pool` (inside a split segment
  * or not) -> allocated, its first `size` bytes (the rest split off). */
-static inline cca_delta_t _cca_take_delta_of(const cca_allocator_t *a, int pool, size_t block_size, bool was_split,
-                                             size_t size, size_t requested)
+static inline void _cca_take_delta_of(cca_delta_t *d, const cca_allocator_t *a, int pool, size_t block_size,
+                                      bool was_split, size_t size, size_t requested)
 {
     bool split = _cca_split_rule(a, pool, block_size, size);
     int64_t bytes = (int64_t)(split ? size : block_size);
-    cca_delta_t d;
-    d.rise = CCA_RISE_ALL;
-    d.pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
-    d.v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
-    d.v[CCA_K_allocation] = d.v[CCA_K_active] = 1;
-    d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = bytes;
-    d.v[CCA_K_requested_bytes] = (int64_t)requested;
-    d.v[CCA_K_inactive_split] = (int64_t)split - (int64_t)was_split;   /* it stops counting, the rest counts */
-    d.v[CCA_K_inactive_split_bytes] = (split ? (int64_t)(block_size - size) : 0) - (was_split ? (int64_t)block_size : 0);
-    return d;
+    d->rise = CCA_RISE_ALL;
+    d->pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
+    d->v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
+    d->v[CCA_K_allocation] = d->v[CCA_K_active] = 1;
+    d->v[CCA_K_allocated_bytes] = d->v[CCA_K_active_bytes] = bytes;
+    d->v[CCA_K_requested_bytes] = (int64_t)requested;
+    d->v[CCA_K_inactive_split] = (int64_t)split - (int64_t)was_split;   /* it stops counting, the rest counts */
+    d->v[CCA_K_inactive_split_bytes] = (split ? (int64_t)(block_size - size) : 0) - (was_split ? (int64_t)block_size : 0);
 }
 
 /* Free block b -> allocated, its first `size` bytes (the rest split off). */
-static inline cca_delta_t _cca_take_delta(const cca_allocator_t *a, const cca_block_t *b, size_t size,
-                                          size_t requested)
+static inline void _cca_take_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b, size_t size,
+                                   size_t requested)
 {
-    return _cca_take_delta_of(a, b->seg->pool, b->size, _cca_block_is_split(b), size, requested);
+    _cca_take_delta_of(d, a, b->seg->pool, b->size, _cca_block_is_split(b), size, requested);
 }
 
 /* Allocated block b -> pending (freed, awaiting other streams' events). */
-static inline cca_delta_t _cca_release_delta(const cca_allocator_t *a, const cca_block_t *b)
+static inline void _cca_release_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
 {
-    cca_delta_t d = { { 0 }, 0, 0 };
-    d.v[CCA_K_allocation] = -1;
-    d.v[CCA_K_allocated_bytes] = -(int64_t)b->size;
-    d.v[CCA_K_requested_bytes] = -(int64_t)b->requested;
-    d.v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
-    return d;
+    d->rise = d->pos = 0;
+    d->v[CCA_K_active] = d->v[CCA_K_active_bytes] = d->v[CCA_K_inactive_split] = d->v[CCA_K_inactive_split_bytes] = 0;
+    d->v[CCA_K_allocation] = -1;
+    d->v[CCA_K_allocated_bytes] = -(int64_t)b->size;
+    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+    d->v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+}
+
+/* Allocated block b -> free, the part its merge with its free neighbours
+ * makes: the inactive-split figures (the others left as they are). */
+static inline void _cca_merge_part(cca_delta_t *d, const cca_block_t *b)
+{
+    _cca_merge_deltas(b, &d->v[CCA_K_inactive_split], &d->v[CCA_K_inactive_split_bytes]);
 }
 
 /* Pending block b -> free, merged with its free neighbours. */
-static inline cca_delta_t _cca_settle_delta(const cca_block_t *b)
+static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b)
 {
-    cca_delta_t d = { { 0 }, CCA_RISE_SPLIT, 0 };
-    _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
-    d.v[CCA_K_active] = -1;
-    d.v[CCA_K_active_bytes] = -(int64_t)b->size;
-    return d;
+    d->rise = CCA_RISE_SPLIT;
+    d->pos = 0;
+    d->v[CCA_K_allocation] = d->v[CCA_K_allocated_bytes] = d->v[CCA_K_requested_bytes] = d->v[CCA_K_oversize_allocations] = 0;
+    _cca_merge_part(d, b);
+    d->v[CCA_K_active] = -1;
+    d->v[CCA_K_active_bytes] = -(int64_t)b->size;
 }
 
-/* Allocated block b -> free, merged with its free neighbours (release and
- * settle in one step: each figure changes once, as in PyTorch). */
-static inline cca_delta_t _cca_free_delta(const cca_allocator_t *a, const cca_block_t *b)
+/* Allocated block b -> free, the part that only falls: allocation,
+ * active and their bytes, requested, oversize. */
+static inline void _cca_vacate_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
 {
-    cca_delta_t d;
-    d.rise = CCA_RISE_SPLIT;
-    d.pos = 0;
-    _cca_merge_deltas(b, &d.v[CCA_K_inactive_split], &d.v[CCA_K_inactive_split_bytes]);
-    d.v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
-    d.v[CCA_K_allocation] = d.v[CCA_K_active] = -1;
-    d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = -(int64_t)b->size;
-    d.v[CCA_K_requested_bytes] = -(int64_t)b->requested;
-    return d;
+    d->rise = d->pos = 0;
+    d->v[CCA_K_inactive_split] = d->v[CCA_K_inactive_split_bytes] = 0;
+    d->v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+    d->v[CCA_K_allocation] = d->v[CCA_K_active] = -1;
+    d->v[CCA_K_allocated_bytes] = d->v[CCA_K_active_bytes] = -(int64_t)b->size;
+    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+}
+
+/* Allocated block b -> free, merged with its free neighbours: both parts
+ * in one step (each figure changes once, as in PyTorch). */
+static inline void _cca_free_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
+{
+    _cca_vacate_delta(d, a, b);
+    d->rise = CCA_RISE_SPLIT;
+    _cca_merge_part(d, b);
 }
 
 #endif /* CCA_INTERNAL_H */

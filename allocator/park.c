@@ -68,7 +68,8 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     bool split = _cca_split_rule(a, pool, msize, size);
     if (split && !nf && size != b->size && !_cca_spare_reserve(st)) return NULL;
     bool msplit = b->prev || (nf ? n->next : n);      /* the merged block lies in a split segment */
-    cca_delta_t d = _cca_take_delta_of(a, pool, msize, msplit, size, requested);
+    cca_delta_t d;
+    _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
     if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
     st->parked[pool] = NULL;
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
