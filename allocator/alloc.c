@@ -238,7 +238,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
             }
             cca_delta_t d;
             _cca_free_delta(&d, a, b);
-            if ((done = _cca_ctr_apply(a, st, pool, &d)) && !_cca_park(a, st, b)) {
+            if ((done = _cca_ctr_apply(a, st, pool, &d)) && !_cca_park(a, st, b, &d)) {
                 _cca_ptrmap_erase(&st->live, slot);
                 _cca_free_block(a, b);
             }

@@ -63,6 +63,7 @@ struct cca_block {
     cca_use_t *uses;                                  /* other streams using the block */
     int n_uses, cap_uses;
     int event_count;                                  /* outstanding events while pending */
+    int64_t parked_split[2];                          /* parked: its free's inactive-split count and bytes change */
 } __attribute__((aligned(64)));
 
 /* Segment records are recycled, never freed before the allocator: the
@@ -401,12 +402,12 @@ static inline uint64_t _cca_gc_now(cca_allocator_t *a)
 
 /* park.c: the deferred merge (see there), behind -Dparking. */
 #if CCA_PARKING
-bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed);
 cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
 void         _cca_flush_parked_block(cca_stream_t *st, int pool);
 #else
-static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
-{ (void)a; (void)st; (void)b; return false; }
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed)
+{ (void)a; (void)st; (void)b; (void)freed; return false; }
 static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 { (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
 static inline void _cca_flush_parked_block(cca_stream_t *st, int pool) { (void)st; (void)pool; }

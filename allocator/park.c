@@ -19,14 +19,16 @@
 
 #if CCA_PARKING
 
-/* Parks b (allocated, no other stream's use, its free's delta applied);
- * false if it cannot be parked: the caller merges it. */
-bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+/* Parks b (allocated, no other stream's use, its free's delta `freed`
+ * applied); false if it cannot be parked: the caller merges it. */
+bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed)
 {
     int pool = b->seg->pool;
     if (st->parked[pool] || (b->prev && b->prev->state == CCA_BLOCK_FREE)) return false;
     b->state = CCA_BLOCK_PARKED;
     b->requested = 0;
+    b->parked_split[0] = freed->v[CCA_K_inactive_split];
+    b->parked_split[1] = freed->v[CCA_K_inactive_split_bytes];
     b->gc_base = _cca_gc_now(a);
     st->parked[pool] = b;
     return true;
@@ -66,14 +68,28 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
         if (c && key_before(c->size, c->addr, msize, b->addr)) return NULL;
     }
     bool split = _cca_split_rule(a, pool, msize, size);
-    if (split && !nf && size != b->size && !_cca_spare_reserve(st)) return NULL;
-    bool msplit = b->prev || (nf ? n->next : n);      /* the merged block lies in a split segment */
-    cca_delta_t d;
-    _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
-    if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+    bool same = split == nf && size == b->size;       /* b handed out as it is */
+    if (split && !nf && !same && !_cca_spare_reserve(st)) return NULL;
+    if (same) {                                       /* the park undone: its free's figures back, requested new */
+        cca_delta_t d;
+        d.rise = CCA_RISE_ALL;
+        d.pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
+        d.v[CCA_K_allocation] = d.v[CCA_K_active] = 1;
+        d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = (int64_t)size;
+        d.v[CCA_K_requested_bytes] = (int64_t)requested;
+        d.v[CCA_K_oversize_allocations] = _cca_oversize(a, size);
+        d.v[CCA_K_inactive_split] = -b->parked_split[0];
+        d.v[CCA_K_inactive_split_bytes] = -b->parked_split[1];
+        if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+    } else {
+        bool msplit = b->prev || (nf ? n->next : n);  /* the merged block lies in a split segment */
+        cca_delta_t d;
+        _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
+        if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+    }
     st->parked[pool] = NULL;
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
-        if (size != b->size) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
+        if (!same) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
         n->gc_base = _cca_gc_now(a);
     } else if (split && size != b->size) {            /* b's own rest is split off */
         cca_block_t *r = _cca_block_new(st);         /* the spare reserved above */
