@@ -15,8 +15,8 @@ void _cca_lock_all(cca_allocator_t *a)
     a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
-        _cca_flush_parked(st, CCA_POOL_SMALL);          /* every walk sees merged blocks */
-        _cca_flush_parked(st, CCA_POOL_LARGE);
+        _cca_flush_parked(a, st, CCA_POOL_SMALL);       /* every walk and figure sees them freed */
+        _cca_flush_parked(a, st, CCA_POOL_LARGE);
     }
     a->all_locked = true;
     _cca_counters_refresh(a);
@@ -111,13 +111,14 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
+    _cca_vacate_parked(a, st, CCA_POOL_SMALL + CCA_POOL_LARGE - pool);   /* a take checks all-pools figures */
     cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
         note_search(a, pool);
         *ptr = (void *)b->addr;
         return true;
     }
-    _cca_flush_parked(st, pool);
+    _cca_flush_parked(a, st, pool);
     if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
@@ -233,14 +234,18 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         if (!hooked(a) && b->n_uses == 0 && !st->dead) {
             int pool = b->seg->pool;
             if (st->parked[pool]) {                   /* its neighbours as they really are */
-                _cca_flush_parked(st, pool);
+                _cca_flush_parked(a, st, pool);
                 slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
             }
-            cca_delta_t d;
-            _cca_free_delta(&d, a, b);
-            if ((done = _cca_ctr_apply(a, st, pool, &d)) && !_cca_park(a, st, b, &d)) {
-                _cca_ptrmap_erase(&st->live, slot);
-                _cca_free_block(a, b);
+            if (_cca_park(a, st, b)) {
+                done = true;
+            } else {
+                cca_delta_t d;
+                _cca_free_delta(&d, a, b);
+                if ((done = _cca_ctr_apply(a, st, pool, &d))) {
+                    _cca_ptrmap_erase(&st->live, slot);
+                    _cca_free_block(a, b);
+                }
             }
         }
         _cca_unlock(&st->lock);

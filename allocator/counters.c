@@ -225,8 +225,8 @@ static void release_others(cca_allocator_t *a, cca_stream_t *st)
         if (o != st) _cca_unlock(&o->lock);
 }
 
-/* The others held: raise the peaks of the figures d raises to the sums the
- * change gives, and hand st all the room under them (the others keep none). */
+/* The others held: raise the peaks d would pass to the sums the change
+ * gives, and hand st all the room under them (the others keep none). */
 static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
@@ -235,6 +235,7 @@ static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cc
         const int ps[2] = { CCA_POOL_ALL, pool };
         for (int i = 0; i < 2; i++) {
             int p = ps[i];
+            if (st->ctr.room[p][k] >= d->v[k]) continue;   /* room enough: this peak stays */
             int64_t sum = 0;
             for (cca_stream_t *o = a->streams; o; o = o->next) sum += _cca_ctr_cur(&o->ctr, p, k);
             if (sum + d->v[k] > f[p].peak) f[p].peak = sum + d->v[k];
@@ -243,6 +244,15 @@ static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cc
             set_lease(&st->ctr, p, k, _cca_ctr_cur(&st->ctr, p, k) + f[p].peak - sum);
         }
     }
+}
+
+/* A parked block counts as allocated until vacated (park.c): before
+ * figures go into a peak, the others held, every stream's are made exact.
+ * (A block d itself takes was vacated first.) */
+static void vacate_parked_all(cca_allocator_t *a)
+{
+    for (cca_stream_t *o = a->streams; o; o = o->next)
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_vacate_parked(a, o, p);
 }
 
 static inline bool ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
@@ -256,9 +266,11 @@ static inline bool ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
  * and apply it again, or leave nothing changed and return false. With the
  * others held, the change is applied before they are let go, so the new
  * peaks are sums that really happen. */
-bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
+bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+                         const cca_delta_t *d)
 {
-    ctr_add(&st->ctr, pool, d, -1);
+    ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
+    (void)fall;
     if (steal(a, st) && ctr_fits(&st->ctr, pool, d)) {
         ctr_add(&st->ctr, pool, d, 1);
         return true;
@@ -268,6 +280,7 @@ bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const c
             _cca_cpu_relax();
             continue;
         }
+        vacate_parked_all(a);
         raise_peaks(a, st, pool, d);
         ctr_add(&st->ctr, pool, d, 1);
         release_others(a, st);

@@ -57,13 +57,14 @@ struct cca_block {
     cca_block_t *left, *right;                        /* free-tree links */
     uint32_t prio;                                    /* free-tree heap priority */
     uint8_t state;                                    /* cca_block_state_t */
+    bool vacated;                                     /* parked, its deferred figures applied (park.c) */
     /* second line */
     size_t requested;                                 /* caller's size while allocated, else 0 */
     uint64_t gc_base;                                 /* pool's free-search count when freed */
     cca_use_t *uses;                                  /* other streams using the block */
     int n_uses, cap_uses;
     int event_count;                                  /* outstanding events while pending */
-    int64_t parked_split[2];                          /* parked: its free's inactive-split count and bytes change */
+    int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
 } __attribute__((aligned(64)));
 
 /* Segment records are recycled, never freed before the allocator: the
@@ -402,21 +403,31 @@ static inline uint64_t _cca_gc_now(cca_allocator_t *a)
 
 /* park.c: the deferred merge (see there), behind -Dparking. */
 #if CCA_PARKING
-bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed);
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
 cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
-void         _cca_flush_parked_block(cca_stream_t *st, int pool);
+void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+void         _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 #else
-static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed)
-{ (void)a; (void)st; (void)b; (void)freed; return false; }
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+{ (void)a; (void)st; (void)b; return false; }
 static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 { (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
-static inline void _cca_flush_parked_block(cca_stream_t *st, int pool) { (void)st; (void)pool; }
+static inline void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
+static inline void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
 #endif
 
-/* Does the merge a parked block of st's pool deferred, if there is one. */
-static inline void _cca_flush_parked(cca_stream_t *st, int pool)
+/* Frees the block parked in st's pool, if there is one: the figures and
+ * the merge it deferred (never fails; st locked). */
+static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(st, pool);
+    if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(a, st, pool);
+}
+
+/* Applies the figures the block parked in st's pool deferred, if any,
+ * keeping it parked: st's figures are then exact (never fails). */
+static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    if (CCA_PARKING && st->parked[pool] && !st->parked[pool]->vacated) _cca_vacate_parked_block(a, st, pool);
 }
 
 /* segment.c: segments and the device (all locked). */
@@ -441,7 +452,8 @@ void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 /* counters.c: the counters unit - the per-stream figures, their leases
  * and peaks, and the all-locked public view. */
 void         _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
-bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
+bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+                                 const cca_delta_t *d);
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
@@ -497,9 +509,22 @@ static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev ||
  * (the pool's, all pools'), and for the figures the transition may raise
  * (d->rise, a constant once inlined) the increase total and one sign test
  * for all. */
+static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+                                   const cca_delta_t *d);
+
 static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
+    return _cca_ctr_apply2(a, st, pool, NULL, d);
+}
+
+/* Applies a transition that only lowers figures (`fall`, rise 0; NULL:
+ * none) and then d, in one step: a free and a take at once (park.c). The
+ * increase totals grow by d's rises alone. */
+static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+                                   const cca_delta_t *d)
+{
     if (__builtin_expect(a->all_locked, 0)) {
+        if (fall) _cca_ctr_locked(a, st, pool, fall);
         _cca_ctr_locked(a, st, pool, d);
         return true;
     }
@@ -507,7 +532,7 @@ static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool
     int64_t *restrict inc = st->ctr.inc[pool];
     int64_t neg = 0;
     for (int k = 0; k < CCA_NSHARD; k++) {
-        int64_t x = d->v[k], r = all[k] - x, q = room[k] - x;
+        int64_t x = d->v[k], f = fall ? fall->v[k] : 0, r = all[k] - x - f, q = room[k] - x - f;
         all[k] = r;
         room[k] = q;
         if (d->rise & (1u << k)) {                    /* only a rise can pass a lease or add to inc */
@@ -516,7 +541,7 @@ static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool
         }
         if (d->rise & (1u << k)) inc[k] += d->pos & (1u << k) || x > 0 ? x : 0;
     }
-    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, d);
+    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, fall, d);
 }
 
 /* ---- block.c's small helpers, inline for the hot path ---------------- */
@@ -640,6 +665,40 @@ static inline void _cca_free_delta(cca_delta_t *d, const cca_allocator_t *a, con
     _cca_vacate_delta(d, a, b);
     d->rise = CCA_RISE_SPLIT;
     _cca_merge_part(d, b);
+}
+
+/* Parking's quick way back (park.c, hot path only): a parked block of
+ * `size` bytes whose falling figures were never applied is taken again as
+ * it is. A free and a take in one step: the current figures move only by
+ * the requested bytes and by undoing the split change its park applied
+ * (split_count, split_bytes); the increase totals grow as the take's would.
+ * False, nothing changed, if that passes a lease: the caller takes the
+ * general way. */
+static inline bool _cca_ctr_retake(const cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+                                   size_t requested, size_t old_requested, int64_t split_count, int64_t split_bytes)
+{
+    int64_t *restrict all = st->ctr.room[CCA_POOL_ALL], *restrict room = st->ctr.room[pool];
+    int64_t *restrict inc = st->ctr.inc[pool];
+    int64_t dr = (int64_t)requested - (int64_t)old_requested;
+    int64_t r0 = all[CCA_K_requested_bytes] - dr, r1 = room[CCA_K_requested_bytes] - dr;
+    int64_t r2 = all[CCA_K_inactive_split] + split_count, r3 = room[CCA_K_inactive_split] + split_count;
+    int64_t r4 = all[CCA_K_inactive_split_bytes] + split_bytes, r5 = room[CCA_K_inactive_split_bytes] + split_bytes;
+    if (__builtin_expect((r0 | r1 | r2 | r3 | r4 | r5) < 0, 0)) return false;
+    all[CCA_K_requested_bytes] = r0;
+    room[CCA_K_requested_bytes] = r1;
+    all[CCA_K_inactive_split] = r2;
+    room[CCA_K_inactive_split] = r3;
+    all[CCA_K_inactive_split_bytes] = r4;
+    room[CCA_K_inactive_split_bytes] = r5;
+    inc[CCA_K_allocation] += 1;
+    inc[CCA_K_active] += 1;
+    inc[CCA_K_allocated_bytes] += (int64_t)size;
+    inc[CCA_K_active_bytes] += (int64_t)size;
+    inc[CCA_K_requested_bytes] += (int64_t)requested;
+    inc[CCA_K_oversize_allocations] += _cca_oversize(a, size);
+    inc[CCA_K_inactive_split] += split_count < 0 ? -split_count : 0;
+    inc[CCA_K_inactive_split_bytes] += split_bytes < 0 ? -split_bytes : 0;
+    return true;
 }
 
 #endif /* CCA_INTERNAL_H */

@@ -1,15 +1,32 @@
-/* park.c - parking: a freed block served again without a merge and a split.
+/* park.c - parking: a freed block served again without a merge, a split,
+ * or most of their counting.
  *
  * A block freed on the hot path whose previous neighbour is not free is
- * "parked": its stream's figures change at once as if it had been merged
- * with its free neighbours (the caller applied _cca_free_delta), but the
- * merge waits. If best fit would serve the next request of its stream and
- * pool from the merged block, the request is carved out of it in place
- * (the same size: the block as it is), figures changed as if taken from the
- * merged block. Anything else (another block fits better, another free,
- * any all-locked call) first does the merge, quietly. Every observable
- * figure and address is PyTorch's. The rules are best fit's own
- * (_cca_fit_ok, _cca_split_rule, _cca_bins_best_fit) and the figures
+ * "parked" instead: its merge with its free next neighbour waits, and so
+ * do the figures that only fall (allocation, active, their bytes,
+ * requested, oversize: _cca_vacate_delta); the inactive-split change its
+ * merge makes is applied at once (it may rise, so it is checked against
+ * the leases then). If best fit would serve the next request of its stream
+ * and pool from the merged block, the request is carved out of it in place
+ * (the same size: the block as it is, its figures moved by requested bytes
+ * and the split change undone - _cca_ctr_retake; another size: one change
+ * of bins instead of a merge and a split, the deferred figures applied and
+ * then the take's). Anything else (another block fits better, another free
+ * in the pool, an event completing, any all-locked call) first frees the
+ * parked block for real: the deferred figures and the merge, which cannot
+ * fail.
+ *
+ * Why the figures stay exact: while a block is parked its stream counts it
+ * as still allocated - more than the truth, for figures that only fall -
+ * so the stream stays within its leases whenever its true figures do. A
+ * take checks all its figures against the leases, so the other pool's
+ * parked block is "vacated" first (its deferred figures applied, the block
+ * still parked); and every place that reads the figures to set a peak or
+ * report them (the all-locked path, _cca_ctr_admit_slow raising peaks)
+ * vacates or frees the parked blocks first. Every observable figure and
+ * address is PyTorch's; the equivalence tests compare against runs where
+ * every call is all locked. The rules are best fit's own (_cca_fit_ok,
+ * _cca_split_rule, _cca_bins_best_fit) and the figures
  * _cca_take_delta_of's, asked of the merged block.
  *
  * Compiled in with -Dparking=true (the default); without it these calls
@@ -19,28 +36,46 @@
 
 #if CCA_PARKING
 
-/* Parks b (allocated, no other stream's use, its free's delta `freed`
- * applied); false if it cannot be parked: the caller merges it. */
-bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b, const cca_delta_t *freed)
+/* Parks b (allocated, no other stream's use, st's parked block of its pool
+ * flushed), applying its merge's split figures; false if it cannot be
+ * parked (nothing changed): the caller frees it. */
+bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
 {
     int pool = b->seg->pool;
-    if (st->parked[pool] || (b->prev && b->prev->state == CCA_BLOCK_FREE)) return false;
-    b->state = CCA_BLOCK_PARKED;
-    b->requested = 0;
-    b->parked_split[0] = freed->v[CCA_K_inactive_split];
-    b->parked_split[1] = freed->v[CCA_K_inactive_split_bytes];
+    if (b->prev && b->prev->state == CCA_BLOCK_FREE) return false;   /* the merge would move its address */
+    cca_delta_t d;
+    d.rise = CCA_RISE_SPLIT;
+    d.pos = 0;
+    for (int k = 0; k < CCA_NSHARD; k++) d.v[k] = 0;
+    _cca_merge_part(&d, b);
+    if (!_cca_ctr_apply(a, st, pool, &d)) return false;
+    b->state = CCA_BLOCK_PARKED;                      /* requested kept: its figures still count it */
+    b->vacated = false;
+    b->parked_split[0] = d.v[CCA_K_inactive_split];
+    b->parked_split[1] = d.v[CCA_K_inactive_split_bytes];
     b->gc_base = _cca_gc_now(a);
     st->parked[pool] = b;
     return true;
 }
 
-/* Does the merge a parked block deferred (its figures are already counted). */
-void _cca_flush_parked_block(cca_stream_t *st, int pool)
+void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
+    cca_block_t *b = st->parked[pool];
+    cca_delta_t d;
+    _cca_vacate_delta(&d, a, b);
+    _cca_ctr_apply(a, st, pool, &d);                  /* only falls: cannot fail */
+    b->vacated = true;
+}
+
+/* Frees the parked block for real: the figures it deferred (they only
+ * fall, so this cannot fail) and the merge. */
+void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    _cca_vacate_parked(a, st, pool);
     cca_block_t *b = st->parked[pool];
     st->parked[pool] = NULL;
     _cca_ptrmap_take(&st->live, b->addr);
-    _cca_insert_free(b);
+    _cca_insert_free(b);                              /* gc_base: when it was parked */
 }
 
 static inline bool key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
@@ -50,9 +85,8 @@ static inline bool key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
 
 /* A request of `size` bytes in st's pool served from the parked block, if
  * best fit on the merged state would choose the merged block: carved out
- * of it as a split would, in one step instead of a merge and a split (one
- * change of bins at most), figures changed as if taken from the merged
- * block. NULL otherwise (the caller flushes it and searches). */
+ * of it as a split would, in one step. NULL otherwise (the caller flushes
+ * it and searches). */
 cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 {
     cca_block_t *b = st->parked[pool];
@@ -70,28 +104,24 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     bool split = _cca_split_rule(a, pool, msize, size);
     bool same = split == nf && size == b->size;       /* b handed out as it is */
     if (split && !nf && !same && !_cca_spare_reserve(st)) return NULL;
-    if (same) {                                       /* the park undone: its free's figures back, requested new */
-        cca_delta_t d;
-        d.rise = CCA_RISE_ALL;
-        d.pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
-        d.v[CCA_K_allocation] = d.v[CCA_K_active] = 1;
-        d.v[CCA_K_allocated_bytes] = d.v[CCA_K_active_bytes] = (int64_t)size;
-        d.v[CCA_K_requested_bytes] = (int64_t)requested;
-        d.v[CCA_K_oversize_allocations] = _cca_oversize(a, size);
-        d.v[CCA_K_inactive_split] = -b->parked_split[0];
-        d.v[CCA_K_inactive_split_bytes] = -b->parked_split[1];
-        if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
-    } else {
+    if (!same || b->vacated ||
+        !_cca_ctr_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
         bool msplit = b->prev || (nf ? n->next : n);  /* the merged block lies in a split segment */
-        cca_delta_t d;
+        cca_delta_t d, v;
         _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
-        if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+        if (b->vacated) {
+            if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+        } else {                                      /* its deferred figures and the take's, in one step */
+            _cca_vacate_delta(&v, a, b);
+            b->vacated = true;                        /* counted in the step: not vacated again meanwhile */
+            if (!_cca_ctr_apply2(a, st, pool, &v, &d)) return NULL;   /* ... its fall stays applied */
+        }
     }
     st->parked[pool] = NULL;
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
         if (!same) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
         n->gc_base = _cca_gc_now(a);
-    } else if (split && size != b->size) {            /* b's own rest is split off */
+    } else if (split && !same) {                      /* b's own rest is split off */
         cca_block_t *r = _cca_block_new(st);         /* the spare reserved above */
         r->addr = b->addr + size;
         r->size = b->size - size;
