@@ -1,16 +1,22 @@
-/* test_equivalence.c - the hot path's shortcuts (parking a freed block,
- * leases) must be invisible: the same sequence of calls gives the same
- * addresses and the same statistics as when every call takes the
- * all-locked path (forced here by a watch that never fires). */
+/* test_equivalence.c - the hot path's shortcuts (parking a freed block and
+ * carving the next request out of it, leases) must be invisible: the same
+ * sequence of calls gives the same addresses and the same statistics as
+ * when every call takes the all-locked path (forced here by a watch that
+ * never fires). Two patterns: random frees and allocations over a few live
+ * blocks, and pingpongs (allocate, free at once) cycling through sizes in
+ * both pools over a background of live blocks - parking's own cases: the
+ * same size back, another size carved out of the merged block, a parked
+ * block in the other pool. */
 #include <stdint.h>
 #include "common.h"
 
 #define OPS 6000
 #define LIVE 48
+#define SNAPS (OPS / 500 + 2)
 
 typedef struct run {
     uintptr_t addr[OPS];                  /* each allocation's offset from the first one */
-    cca_stats_t stats[OPS / 500 + 1];
+    cca_stats_t stats[OPS / 500 + 2];
 } run_t;
 
 static void ignore(void *arg, cca_watch_kind_t which, size_t bytes, int rising)
@@ -18,7 +24,15 @@ static void ignore(void *arg, cca_watch_kind_t which, size_t bytes, int rising)
     (void)arg; (void)which; (void)bytes; (void)rising;
 }
 
-static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int nstreams, run_t *out)
+static size_t pingpong_size(uint64_t seed, int i)
+{
+    static const size_t cycle[] = { 512, 4096, 1000, 65536, 1 << 20, 512, 3 << 20, 12 << 20, 2 << 20,
+                                    25 << 20, 1536, 130 << 20, 7 << 20, 4096 };
+    size_t n = sizeof cycle / sizeof cycle[0];
+    return (seed >> 20) % 5 == 0 ? cycle[(seed >> 24) % n] : cycle[i / 2 % n];
+}
+
+static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int nstreams, int pattern, run_t *out)
 {
     static const size_t sizes[] = { 512, 1000, 4096, 65536, 1 << 20, 3 << 20, 12 << 20, 25 << 20, 130 << 20 };
     cca_sim_reset();
@@ -34,17 +48,22 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int n
         seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
         int slot = (int)(seed % LIVE);
         if ((seed >> 8) % 3 == 0 && last >= 0 && live[last]) slot = last;   /* free what was just allocated */
+        size_t size = sizes[(seed >> 16) % 9] + (seed >> 40) % 3 * 512;
+        if (pattern == 1) {                        /* pingpong: mostly the block just allocated, at once */
+            slot = last >= 0 && live[last] && (seed >> 8) % 8 != 0 ? last : (int)(seed % LIVE);
+            size = pingpong_size(seed, i);
+        }
         out->addr[i] = 0;
         if (live[slot]) {
             free_ok(a, live[slot]);
             live[slot] = NULL;
         } else {
-            live[slot] = alloc_ok(a, sizes[(seed >> 16) % 9] + (seed >> 40) % 3 * 512, streams[(seed >> 50) % nstreams]);
+            live[slot] = alloc_ok(a, size, streams[(seed >> 50) % nstreams]);
             if (!base) base = (uintptr_t)live[slot];
             out->addr[i] = (uintptr_t)live[slot] - base;
             last = slot;
         }
-        if (i % 500 == 0) out->stats[snaps++] = stats_of(a);
+        if (i % 500 == 0 && snaps < SNAPS - 1) out->stats[snaps++] = stats_of(a);
         if (i % 97 == 0) check_ok(a);              /* leases too: no stream above its lease */
     }
     out->stats[snaps] = stats_of(a);
@@ -54,16 +73,21 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int n
     for (int i = 1; i < nstreams; i++) cudaStreamDestroy(streams[i]);
 }
 
-static void compare(const char *conf, uint64_t seed, int nstreams)
+static void compare_pattern(const char *conf, uint64_t seed, int nstreams, int pattern)
 {
     static run_t fast, slow;
-    run_sequence(conf, false, seed, nstreams, &fast);
-    run_sequence(conf, true, seed, nstreams, &slow);
+    memset(&fast, 0, sizeof fast);
+    memset(&slow, 0, sizeof slow);
+    run_sequence(conf, false, seed, nstreams, pattern, &fast);
+    run_sequence(conf, true, seed, nstreams, pattern, &slow);
     for (int i = 0; i < OPS; i++)
         cr_assert_eq(fast.addr[i], slow.addr[i], "'%s': call %d placed at +%#lx, all-locked at +%#lx",
                      conf, i, (unsigned long)fast.addr[i], (unsigned long)slow.addr[i]);
-    for (int k = 0; k <= OPS / 500; k++) {
+    for (int k = 0; k < SNAPS; k++) {
         cca_stats_t *f = &fast.stats[k], *s = &slow.stats[k];
+        const cca_stat_t *fo = &f->oversize_allocations, *so = &s->oversize_allocations;
+        cr_assert(fo->current == so->current && fo->peak == so->peak && fo->allocated == so->allocated &&
+                  fo->freed == so->freed, "'%s', snapshot %d: oversize_allocations differ", conf, k);
 #define SAME_STAT_(name, doc) \
         for (int p = 0; p < CCA_POOL_COUNT; p++) \
             cr_assert(f->name[p].current == s->name[p].current && f->name[p].peak == s->name[p].peak && \
@@ -80,6 +104,8 @@ static void compare(const char *conf, uint64_t seed, int nstreams)
     }
 }
 
+static void compare(const char *conf, uint64_t seed, int nstreams) { compare_pattern(conf, seed, nstreams, 0); }
+
 TestSuite(equivalence);
 
 Test(equivalence, default_rules) { compare("", 0x9E3779B97F4A7C15ull, 1); }
@@ -89,3 +115,8 @@ Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777, 1); }
 Test(equivalence, lean_preset) { compare("preset:lean", 4242, 1); }
 Test(equivalence, roundup_power2_divisions) { compare("roundup_power2_divisions:[1:2,8:4,>:8]", 5150, 1); }
 Test(equivalence, lean_preset_three_streams) { compare("preset:lean", 31337, 3); }
+Test(equivalence, pingpongs) { compare_pattern("", 2718, 1, 1); }
+Test(equivalence, pingpongs_three_streams) { compare_pattern("", 1618, 3, 1); }
+Test(equivalence, pingpongs_max_split_size) { compare_pattern("max_split_size_mb:24", 1414, 1, 1); }
+Test(equivalence, pingpongs_lean) { compare_pattern("preset:lean", 1732, 2, 1); }
+Test(equivalence, pingpongs_rounded) { compare_pattern("roundup_power2_divisions:4", 2236, 1, 1); }
