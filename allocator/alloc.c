@@ -90,7 +90,7 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
     cca_block_t *b = _cca_find_free(a, st, pool, rounded);
     if (!b) {
         ctx.rounded = rounded;
-        ctx.alloc_size = _cca_allocation_size(rounded);
+        ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
         cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
         if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? fail_host(a, "cca_malloc") : fail_oom(a, &ctx);

@@ -25,6 +25,8 @@
 #define CCA_LARGE_BUFFER   ((size_t)20 << 20)         /* large segment for requests under MIN_LARGE_ALLOC */
 #define CCA_MIN_LARGE_ALLOC ((size_t)10 << 20)
 #define CCA_ROUND_LARGE    ((size_t)2 << 20)          /* rounding of big segments */
+static inline size_t _cca_round_up_2m(size_t x) { return (x + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
+static inline size_t _cca_round_down_2m(size_t x) { return x / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
 #define CCA_SMALL_GROWTH_MAX ((size_t)8 << 20)           /* largest grown small segment */
 #define CCA_LEAN_MAX_SPLIT ((size_t)128 << 20)        /* preset:lean */
 #define CCA_LEAN_GROWTH_PERCENT 10
@@ -434,7 +436,19 @@ static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int 
 typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
 cudaError_t  _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
 void         _cca_device_leave(dev_guard_t *g);                        /* restores the caller's */
-size_t       _cca_allocation_size(size_t rounded);
+/* The growth ladder, in the order a request climbs it (segment.c). */
+typedef enum cca_rung {
+    CCA_RUNG_GROWN,                                   /* a policy's bigger segment (segment_growth_percent) */
+    CCA_RUNG_NEW,                                     /* the standard segment */
+    CCA_RUNG_RELEASE_FITTING,                         /* the same, after releasing cached oversize blocks that help */
+    CCA_RUNG_RELEASE_ALL,                             /* the same, after releasing every unused cached segment */
+    CCA_RUNG_LEAST,                                   /* policies on: the smallest segment that holds the request */
+    CCA_RUNG_COUNT
+} cca_rung_t;
+/* The size of the segment rung `rung` asks for a request of `rounded`
+ * bytes in `pool` (CCA_RUNG_NEW: PyTorch's 2 MiB, 20 MiB, or the request
+ * rounded up to 2 MiB). */
+size_t       _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung);
 bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
 void         _cca_segments_destroy(cca_allocator_t *a);    /* frees the recycled segment records */
 void         _cca_release_cached(cca_allocator_t *a);

@@ -73,23 +73,39 @@ static void largest_below(cca_block_t *b, void *arg)
     if (b->size < w->limit && b->size > w->best) w->best = b->size;
 }
 
-static size_t round_down_2m(size_t x) { return x / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
+/* The largest rounded size in [lo, hi] whose segment at `rung` fits in
+ * `avail` bytes, or lo - 1 if none. Asks the allocator's own sizing
+ * (_cca_segment_size), which grows with the request. */
+static size_t largest_segment_fit(const cca_allocator_t *a, int pool, size_t lo, size_t hi, cca_rung_t rung,
+                                  size_t avail)
+{
+    if (_cca_segment_size(a, pool, lo, rung) > avail) return lo - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (_cca_segment_size(a, pool, mid, rung) <= avail) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
 
 /* The rounded sizes that succeed now on stream st (NULL: a stream cca has
  * not seen), given `avail` bytes for a new segment after release-and-retry. */
 static void success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fitset_t *f)
 {
     bool fallback = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
-    /* small pool: a 2 MiB segment, or any free small block (no split limit there) */
+    /* small pool: a new segment, or any free small block (no split limit there) */
     const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_POOL_SMALL]) : NULL;
-    if (CCA_SMALL_BUFFER <= avail) add_span(f, 1, CCA_SMALL_SIZE);
+    size_t top = largest_segment_fit(a, CCA_POOL_SMALL, 1, CCA_SMALL_SIZE, CCA_RUNG_NEW, avail);
+    if (top) add_span(f, 1, top);
     else if (s) add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
-    /* large pool, new segments: 20 MiB below 10 MiB (or the request rounded
-     * to 2 MiB, as the policies fall back to), else the request rounded to 2 MiB */
-    size_t top = round_down_2m(avail);
-    if (CCA_LARGE_BUFFER <= avail) add_span(f, CCA_SMALL_SIZE + 1, CCA_MIN_LARGE_ALLOC - 1);
-    else if (fallback) add_span(f, CCA_SMALL_SIZE + 1, top < CCA_MIN_LARGE_ALLOC - 1 ? top : CCA_MIN_LARGE_ALLOC - 1);
-    add_span(f, CCA_MIN_LARGE_ALLOC, top);
+    /* large pool, new segments: below MIN_LARGE_ALLOC a standard segment (or
+     * the policies' smallest one), from there the request's own */
+    size_t lo = CCA_SMALL_SIZE + 1, mid = CCA_MIN_LARGE_ALLOC - 1;
+    top = largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_NEW, avail);
+    if (top < lo && fallback) top = largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_LEAST, avail);
+    add_span(f, lo, top);
+    add_span(f, CCA_MIN_LARGE_ALLOC,
+             largest_segment_fit(a, CCA_POOL_LARGE, CCA_MIN_LARGE_ALLOC, CCA_MAX_REQUEST, CCA_RUNG_NEW, avail));
     /* large pool, cached blocks with max_split_size's rules */
     if (!st) return;
     size_t msz = a->cfg.max_split_size;

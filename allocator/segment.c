@@ -1,7 +1,8 @@
 /* segment.c - segments: cudaMalloc and cudaFree on the allocator's device,
  * releasing unused cached segments (OOM retry, empty cache, garbage
- * collection, release_before_grow), and growing: GC, the segment size
- * policies, release-and-retry. All locked. */
+ * collection, release_before_grow), and growing: the ladder of rungs a
+ * request climbs for a new segment, and the one function that sizes them.
+ * All locked. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -27,15 +28,6 @@ void _cca_device_leave(dev_guard_t *g)
         if (cudaSetDevice(g->prev) == cudaSuccess) return;
         _cca_clear_error();
     }
-}
-
-/* ---- sizes ------------------------------------------------------------- */
-
-size_t _cca_allocation_size(size_t rounded)
-{
-    if (rounded <= CCA_SMALL_SIZE) return CCA_SMALL_BUFFER;
-    if (rounded < CCA_MIN_LARGE_ALLOC) return CCA_LARGE_BUFFER;
-    return CCA_ROUND_LARGE * ((rounded + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
 }
 
 /* ---- segments ---------------------------------------------------------- */
@@ -241,8 +233,6 @@ static void garbage_collect(cca_allocator_t *a)
     }
 }
 
-#define POLICY_FALLBACK(a) ((a)->cfg.release_before_grow || (a)->cfg.segment_growth_percent)
-
 /* The largest fully free segment, or NULL. */
 static cca_segment_t *largest_unused(cca_allocator_t *a)
 {
@@ -268,64 +258,86 @@ static void release_for_peak(cca_allocator_t *a, size_t need)
     }
 }
 
+/* ---- the growth ladder ---------------------------------------------------
+ * A request no cached block serves climbs these rungs until one gives it a
+ * segment: each names the segment size it asks for (_cca_segment_size, the
+ * one place segment sizes are decided, which the OOM report asks too) and
+ * what is released before asking. Only the release-everything rung counts
+ * as a retry (num_alloc_retries, as PyTorch's). */
+
 /* segment_growth_percent: a large segment is at least that share of the
  * large bytes reserved so far, so a growing workload makes few cudaMalloc
- * calls; splitting serves later requests from the rest. */
+ * calls; splitting serves later requests from the rest. Never more than a
+ * quarter of the room left under the cap or the device. */
 static size_t grown_size(const cca_allocator_t *a, int pool, size_t size)
 {
     size_t pct = a->cfg.segment_growth_percent;
     if (!pct) return size;
-    int ps = pool;
-    size_t reserved_pool = (size_t)a->stats.reserved_bytes[ps].current;
-    size_t want = reserved_pool / 100 * pct + reserved_pool % 100 * pct / 100;
-    want = CCA_ROUND_LARGE * ((want + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+    size_t reserved_pool = (size_t)a->stats.reserved_bytes[pool].current;
+    size_t want = _cca_round_up_2m(reserved_pool / 100 * pct + reserved_pool % 100 * pct / 100);
     size_t cap = pool == CCA_POOL_SMALL ? CCA_SMALL_GROWTH_MAX
                : a->cfg.max_split_size == SIZE_MAX ? SIZE_MAX : a->cfg.max_split_size - CCA_ROUND_LARGE;
     if (want > cap) want = cap;
-    /* never spend more than a quarter of the remaining room on slack */
     size_t limit = a->cap < a->device_total ? a->cap : a->device_total;
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     size_t room = limit > reserved + size ? limit - reserved - size : 0;
-    if (want > size + room / 4) want = CCA_ROUND_LARGE * ((size + room / 4) / CCA_ROUND_LARGE);
+    if (want > size + room / 4) want = _cca_round_down_2m(size + room / 4);
     return want > size ? want : size;
 }
 
-/* The smallest segment that holds the request (policies' last resort). */
-static size_t minimal_size(size_t rounded)
+size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung)
 {
-    return CCA_ROUND_LARGE * ((rounded + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE);
+    size_t standard = rounded <= CCA_SMALL_SIZE     ? CCA_SMALL_BUFFER
+                    : rounded < CCA_MIN_LARGE_ALLOC ? CCA_LARGE_BUFFER
+                                                    : _cca_round_up_2m(rounded);
+    switch (rung) {
+    case CCA_RUNG_GROWN: return grown_size(a, pool, standard);
+    case CCA_RUNG_LEAST: return _cca_round_up_2m(rounded);
+    default:             return standard;
+    }
 }
 
-/* Gets a segment for the request: GC, device, release-and-retry. */
+/* Gets a segment for the request (ctx->rounded, ctx->alloc_size: the
+ * standard size), climbing the ladder; the OOM status of the last rung if
+ * none gives one. */
 cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
-                         cca_block_t **out)
+                       cca_block_t **out)
 {
     _cca_capture_cache_figures(a, ctx);              /* before anything is released */
     if (a->gc_enabled) garbage_collect(a);
-    size_t grown = grown_size(a, pool, ctx->alloc_size);
+    size_t standard = ctx->alloc_size;
+    bool policies = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
+    size_t grown = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN);   /* sized before anything is released */
     if (a->cfg.release_before_grow) release_for_peak(a, grown);
-    cca_status_t s;
-    if (grown > ctx->alloc_size) {
-        cca_oom_ctx_t trial = *ctx;
-        s = alloc_segment(a, st, pool, grown, &trial, false, out);
-        ctx->host_failed = trial.host_failed;
+    cca_status_t s = CCA_ERROR_OUT_OF_MEMORY;
+    for (int rung = 0; rung < CCA_RUNG_COUNT; rung++) {
+        size_t size = rung == CCA_RUNG_GROWN ? grown : _cca_segment_size(a, pool, ctx->rounded, (cca_rung_t)rung);
+        cca_oom_ctx_t trial = *ctx, *c = ctx;
+        switch ((cca_rung_t)rung) {
+        case CCA_RUNG_GROWN:                          /* a policy's bigger segment: the report names the standard one */
+            if (size <= standard) continue;
+            c = &trial;
+            break;
+        case CCA_RUNG_NEW:
+            break;
+        case CCA_RUNG_RELEASE_FITTING:                /* max_split_size: the oversize cached blocks that would help */
+            if (!release_available(a, st, pool, ctx->rounded)) continue;
+            break;
+        case CCA_RUNG_RELEASE_ALL:                    /* every unused cached segment */
+            _cca_release_cached(a);
+            break;
+        case CCA_RUNG_LEAST:                          /* the policies' last resort: the smallest segment that holds it */
+            if (!policies || size >= standard) continue;
+            ctx->alloc_size = size;                   /* the report names the smallest segment tried */
+            break;
+        case CCA_RUNG_COUNT:
+            break;
+        }
+        s = alloc_segment(a, st, pool, size, c, rung == CCA_RUNG_RELEASE_ALL, out);
+        ctx->host_failed = c->host_failed;
         if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
-    }
-    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
-    if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
-    if (release_available(a, st, pool, ctx->rounded)) {
-        s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, false, out);
-        if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
-    }
-    _cca_release_cached(a);
-    s = alloc_segment(a, st, pool, ctx->alloc_size, ctx, true, out);
-    size_t least = minimal_size(ctx->rounded);
-    if (s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed && POLICY_FALLBACK(a) && least < ctx->alloc_size) {
-        ctx->alloc_size = least;                      /* the report names the smallest segment tried */
-        s = alloc_segment(a, st, pool, least, ctx, false, out);
     }
     return s;
 }
 
-/* Everything but a cached block of the right stream: pending events, a new
- * stream, host metadata, a new segment, the OOM path. */
+
