@@ -40,9 +40,9 @@ static inline bool hooked(cca_allocator_t *a)
 static void unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 {
     bool hooks = hooked(a);
-    if (hooks) _cca_hooks_locked(a);
+    if (hooks) _cca_acct_changed(a);
     _cca_unlock_all(a, trigger);
-    if (hooks) _cca_hooks_after_change(a);
+    if (hooks) a->acct.ops->after_change(a);
 }
 
 /* ---- allocation -------------------------------------------------------- */
@@ -63,7 +63,9 @@ static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
     cca_status_t s = _cca_fail(CCA_ERROR_OUT_OF_MEMORY,           /* forgets the thread's last report */
                                "cca: out of memory allocating %zu bytes on device %d%s", ctx->requested,
                                a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
-    _cca_oom_report(a, ctx);                          /* ... which this one replaces */
+    cca_oom_report_t r;
+    _cca_oom_fill(a, ctx, &r);
+    _cca_acct_oom(a, &r);                             /* ... which this one replaces */
     return s;
 }
 
@@ -157,7 +159,7 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     cca_stream_t *served = NULL;
     cca_status_t s = malloc_all_locked(a, ptr, size, key, stream, &served);
     unlock_all_changed(a, served);
-    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0)) _cca_oom_deliver(a);
+    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0)) a->acct.ops->after_oom(a);
     return s;
 }
 

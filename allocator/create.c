@@ -59,6 +59,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     if (!a) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     _cca_lock_init(&a->lock);
     a->id = atomic_fetch_add(&next_allocator_id, 1);
+    a->acct.ops = &_cca_acct_ops;
     a->cfg = c;
     a->plain_rounding = true;
     for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
@@ -94,7 +95,7 @@ void cca_destroy(cca_allocator_t *a)
     }
     a->segments = NULL;
     _cca_device_leave(&g);
-    _cca_stats_destroy(a);
+    a->acct.ops->destroy(&a->acct);
     cca_stream_t *st = a->streams;
     a->streams = NULL;
     a->all_locked = false;

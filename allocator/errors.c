@@ -1,11 +1,30 @@
-/* errors.c - status names, the thread-local text of the last failure (for
- * callers that only see a NULL: framework hooks), and the two runtime
- * queries bindings need (current device, memory info). */
+/* errors.c - status names, the thread-local text of the last failure and
+ * the thread's last OOM report (for callers that only see a NULL:
+ * framework hooks), and the two runtime queries bindings need (current
+ * device, memory info). */
 #include <stdarg.h>
 #include <stdio.h>
 #include "internal.h"
 
 static _Thread_local char last_error[512];
+static _Thread_local cca_oom_report_t thread_oom;     /* verdict NONE (0): none since the last OOM failure */
+
+void _cca_thread_oom_set(const cca_oom_report_t *r) { thread_oom = *r; }
+const cca_oom_report_t *_cca_thread_oom(void) { return &thread_oom; }
+
+cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
+{
+    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
+    if (out_size < CCA_V1_OOM)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
+    _cca_copy_out(out, out_size, &thread_oom, sizeof thread_oom);
+    return CCA_OK;
+}
+
+cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out)
+{
+    return cca_thread_last_oom_report_sized(out, CCA_V1_OOM);
+}
 
 const char *cca_status_string(cca_status_t s)
 {
@@ -28,7 +47,7 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    if (s == CCA_ERROR_OUT_OF_MEMORY) _cca_oom_forget();   /* an allocation's report follows */
+    if (s == CCA_ERROR_OUT_OF_MEMORY) thread_oom.verdict = CCA_OOM_NONE;   /* an allocation's report follows */
     return s;
 }
 

@@ -223,12 +223,15 @@ struct cca_allocator {
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
-    _Atomic int hooks;                                /* nonzero: watches or other optional work */
-    struct cca_watch_state *watch;                    /* stats/ watches (NULL when none) */
-    struct cca_oom_report *last_oom;                  /* stats/ last OOM report (NULL when none) */
-    void (*oom_cb)(const struct cca_oom_report *, void *);
-    void *oom_cb_arg;
-    size_t oom_cb_size;                               /* the callback's sizeof(cca_oom_report_t) */
+    _Atomic int hooks;                                /* nonzero: every change all locked and told to acct.ops->changed */
+    struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
+        const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
+        struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */
+        struct cca_oom_report *last_oom;              /* the last OOM report (NULL when none) */
+        void (*oom_cb)(const struct cca_oom_report *, void *);
+        void *oom_cb_arg;
+        size_t oom_cb_size;                           /* the callback's sizeof(cca_oom_report_t) */
+    } acct;
 };
 
 /* tree.c: free blocks ordered by (size, addr) - a treap. */
@@ -483,17 +486,38 @@ void   _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_repor
 size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail);
 size_t _cca_largest_free(const cca_allocator_t *a);
 
-/* stats/stats.c: optional accounting attached to the allocator. */
-void   _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx);
-void   _cca_hooks_locked(cca_allocator_t *a);       /* all locked, after a change */
-void   _cca_hooks_after_change(cca_allocator_t *a); /* after unlocking */
-void   _cca_stats_destroy(cca_allocator_t *a);
+/* ---- the accounting layer (stats/) and the core: view.c ----------------
+ * stats/ reads the allocator only through _cca_view, a consistent moment
+ * with the public figures exact, and never takes a core lock, walks a
+ * stream or switches devices itself. The core tells stats/ about changes
+ * and out-of-memory only through the table in a->acct.ops, which
+ * cca_create installs: the one name the core takes from stats/. */
+typedef struct cca_acct cca_acct_t;
+typedef struct cca_view {
+    const cca_allocator_t *a;                         /* all locked while the view lasts: read anything */
+    cca_stats_t stats;                                /* the public figures (cca_get_stats), exact */
+    cca_acct_t *acct;                                 /* the accounting's own state: its to change */
+    cca_allocator_t *mut_;                            /* for _cca_view_hooks alone */
+} cca_view_t;
+typedef cca_status_t (*cca_view_fn)(cca_view_t *v, void *arg);
+cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg);
+void         _cca_acct_changed(cca_allocator_t *a);                       /* the core's calls, all locked */
+void         _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r);
+void         _cca_view_hooks(cca_view_t *v, bool on);   /* every change all locked and told to ops->changed */
 
-/* ---- added by stats/ (accounting issue) ---- */
-enum { CCA_HOOK_WATCH = 1 };                      /* bits of cca_allocator.hooks owned by stats/ */
-void   _cca_oom_deliver(cca_allocator_t *a);        /* after unlocking: runs a pending OOM callback */
-void   _cca_oom_forget(void);                       /* by _cca_fail: this thread's OOM has no report (yet) */
-/* ---- end of stats/ additions ---- */
+typedef struct cca_acct_ops {
+    void (*changed)(cca_view_t *v);                   /* all locked, after a change, while hooks are on */
+    void (*after_change)(cca_allocator_t *a);         /* after unlocking that change (callbacks run here) */
+    void (*oom)(cca_view_t *v, cca_oom_report_t *r);  /* all locked: an out-of-memory, its figures in *r */
+    void (*after_oom)(cca_allocator_t *a);            /* after unlocking it */
+    void (*destroy)(cca_acct_t *acct);
+} cca_acct_ops_t;
+extern const cca_acct_ops_t _cca_acct_ops;           /* stats/stats.c */
+
+/* errors.c: this thread's last OOM report (verdict NONE: none since its
+ * last out-of-memory failure). */
+void                    _cca_thread_oom_set(const cca_oom_report_t *r);
+const cca_oom_report_t *_cca_thread_oom(void);
 
 static inline void _cca_stat_update(cca_stat_t *s, int64_t d)
 {

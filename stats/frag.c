@@ -1,5 +1,5 @@
 /* frag.c - fragmentation figures from one walk of every segment and block
- * under the allocator lock: free cached bytes, largest free block, the
+ * of a consistent view: free cached bytes, largest free block, the
  * derived ratios, and occupancy per power-of-two size class. */
 #include <string.h>
 #include "stats_internal.h"
@@ -34,18 +34,24 @@ static void count_block(cca_frag_t *f, const cca_block_t *b)
     }
 }
 
-void _cca_frag_locked(cca_allocator_t *a, cca_frag_t *f)
+void _cca_frag_of(const cca_view_t *v, cca_frag_t *f)
 {
     memset(f, 0, sizeof *f);
-    for (cca_segment_t *s = a->segments; s; s = s->next) {
+    for (const cca_segment_t *s = v->a->segments; s; s = s->next) {
         f->segments++;
         f->reserved += s->size;
-        for (cca_block_t *b = s->first; b; b = b->next) count_block(f, b);
+        for (const cca_block_t *b = s->first; b; b = b->next) count_block(f, b);
     }
     f->active = f->reserved - f->free_cached;
     f->internal_waste = f->allocated - f->requested;
     f->external_fragmentation = f->free_cached ? 1.0 - (double)f->largest_free / (double)f->free_cached : 0.0;
     f->utilization = f->reserved ? (double)f->allocated / (double)f->reserved : 0.0;
+}
+
+static cca_status_t frag_view(cca_view_t *v, void *f)
+{
+    _cca_frag_of(v, f);
+    return CCA_OK;
 }
 
 cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size)
@@ -55,9 +61,7 @@ cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, si
     if (out_size < CCA_V1_FRAG)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %zu bytes is no cca_frag_t", out_size);
     cca_frag_t f;
-    _cca_lock_all(a);
-    _cca_frag_locked(a, &f);
-    _cca_unlock_all(a, NULL);
+    _cca_view(a, frag_view, &f);
     _cca_copy_out(out, out_size, &f, sizeof f);
     return CCA_OK;
 }

@@ -15,12 +15,6 @@
 
 static _Thread_local uint64_t pending_id;             /* allocator whose report awaits delivery */
 static _Thread_local cca_oom_report_t pending;
-/* The report of this thread's last CCA_ERROR_OUT_OF_MEMORY, of any
- * allocator: verdict CCA_OOM_NONE when that one had none (host memory, or
- * not an allocation). */
-static _Thread_local cca_oom_report_t thread_last;
-
-void _cca_oom_forget(void) { thread_last.verdict = CCA_OOM_NONE; }
 
 static size_t min_z(size_t x, size_t y) { return x < y ? x : y; }
 static size_t max_z(size_t x, size_t y) { return x > y ? x : y; }
@@ -143,23 +137,31 @@ void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size)
 
 void (cca_oom_judge)(cca_oom_report_t *r) { cca_oom_judge_sized(r, CCA_V1_OOM); }
 
-/* Called by the core under the lock, after release-and-retry failed. */
-void _cca_oom_report(cca_allocator_t *a, const cca_oom_ctx_t *ctx)
+/* The core's news, all locked, after release-and-retry failed: the
+ * figures in *r (allocator/oomfig.c) are judged, advised on and kept. */
+void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
 {
-    cca_oom_report_t r;
-    _cca_oom_fill(a, ctx, &r);
-    plan(&r);
-    advise(&r, &a->cfg);
-    if (!a->last_oom) a->last_oom = calloc(1, sizeof *a->last_oom);   /* kept if host memory allows */
-    if (a->last_oom) {
-        r.seq = a->last_oom->seq + 1;
-        *a->last_oom = r;
+    cca_acct_t *acct = v->acct;
+    plan(r);
+    advise(r, &v->a->cfg);
+    if (!acct->last_oom) acct->last_oom = calloc(1, sizeof *acct->last_oom);   /* kept if host memory allows */
+    if (acct->last_oom) {
+        r->seq = acct->last_oom->seq + 1;
+        *acct->last_oom = *r;
     }
-    thread_last = r;
-    if (a->oom_cb) {                                  /* delivered by _cca_oom_deliver after unlocking */
-        pending_id = a->id;
-        pending = r;
+    _cca_thread_oom_set(r);
+    if (acct->oom_cb) {                               /* delivered by _cca_oom_deliver after unlocking */
+        pending_id = v->a->id;
+        pending = *r;
     }
+}
+
+typedef struct callback { cca_oom_fn fn; void *arg; size_t size; } callback_t;
+
+static cca_status_t callback_view(cca_view_t *v, void *arg)
+{
+    *(callback_t *)arg = (callback_t){ v->acct->oom_cb, v->acct->oom_cb_arg, v->acct->oom_cb_size };
+    return CCA_OK;
 }
 
 void _cca_oom_deliver(cca_allocator_t *a)
@@ -167,13 +169,13 @@ void _cca_oom_deliver(cca_allocator_t *a)
     if (pending_id != a->id) return;
     pending_id = 0;
     cca_oom_report_t r = pending;                     /* the callback may fail again and refill `pending` */
-    _cca_lock_all(a);
-    cca_oom_fn fn = a->oom_cb;
-    void *arg = a->oom_cb_arg;
-    size_t size = a->oom_cb_size;
-    _cca_unlock_all(a, NULL);
+    callback_t cb;
+    _cca_view(a, callback_view, &cb);
+    cca_oom_fn fn = cb.fn;
+    void *arg = cb.arg;
+    size_t size = cb.size;
     if (!fn) return;
-    cca_oom_report_t mine = thread_last;              /* the callback's own failures must not replace it */
+    cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
     if (size <= sizeof r) {
         fn(&r, arg);
     } else {
@@ -184,13 +186,22 @@ void _cca_oom_deliver(cca_allocator_t *a)
             free(buf);
         }
     }
-    thread_last = mine;
+    _cca_thread_oom_set(&mine);
 }
 
-void _cca_oom_destroy(cca_allocator_t *a)
+void _cca_oom_destroy(cca_acct_t *acct)
 {
-    free(a->last_oom);
-    a->last_oom = NULL;
+    free(acct->last_oom);
+    acct->last_oom = NULL;
+}
+
+static cca_status_t set_callback_view(cca_view_t *v, void *arg)
+{
+    const callback_t *cb = arg;
+    v->acct->oom_cb = cb->fn;
+    v->acct->oom_cb_arg = cb->arg;
+    v->acct->oom_cb_size = cb->size;
+    return CCA_OK;
 }
 
 cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size)
@@ -198,17 +209,21 @@ cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void 
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
     if (report_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
-    _cca_lock_all(a);
-    a->oom_cb = fn;
-    a->oom_cb_arg = arg;
-    a->oom_cb_size = report_size;
-    _cca_unlock_all(a, NULL);
-    return CCA_OK;
+    callback_t cb = { fn, arg, report_size };
+    return _cca_view(a, set_callback_view, &cb);
 }
 
 cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg)
 {
     return cca_set_oom_callback_sized(a, fn, arg, CCA_V1_OOM);
+}
+
+static cca_status_t last_view(cca_view_t *v, void *arg)
+{
+    cca_oom_report_t *r = arg;
+    if (v->acct->last_oom) *r = *v->acct->last_oom;
+    else *r = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = v->a->cfg.device };
+    return CCA_OK;
 }
 
 cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out, size_t out_size)
@@ -217,26 +232,9 @@ cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out
     if (out_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
     cca_oom_report_t r;
-    _cca_lock_all(a);
-    if (a->last_oom) r = *a->last_oom;
-    else r = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = a->cfg.device };
-    _cca_unlock_all(a, NULL);
+    _cca_view(a, last_view, &r);
     _cca_copy_out(out, out_size, &r, sizeof r);
     return CCA_OK;
-}
-
-cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
-{
-    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
-    if (out_size < CCA_V1_OOM)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
-    _cca_copy_out(out, out_size, &thread_last, sizeof thread_last);
-    return CCA_OK;
-}
-
-cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out)
-{
-    return cca_thread_last_oom_report_sized(out, CCA_V1_OOM);
 }
 
 cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out)

@@ -1,5 +1,5 @@
-/* snapshot.c - every segment and block copied under the lock into flat
- * arrays, then handed to the caller's callbacks outside it (so that they
+/* snapshot.c - every segment and block of a consistent view copied into
+ * flat arrays, then handed to the caller's callbacks outside it (so that they
  * may call cca themselves). */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +37,10 @@ static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_s
     }
 }
 
-static cca_status_t snap_locked(cca_allocator_t *a, cca_snap_t *out)
+static cca_status_t snap_view(cca_view_t *v, void *arg)
 {
+    const cca_allocator_t *a = v->a;
+    cca_snap_t *out = arg;
     size_t ns = 0, nb = 0;
     for (const cca_segment_t *s = a->segments; s; s = s->next, ns++)
         for (const cca_block_t *b = s->first; b; b = b->next) nb++;
@@ -86,9 +88,7 @@ static cca_status_t sort_segments(cca_snap_t *s)
 cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out)
 {
     *out = (cca_snap_t){ 0 };
-    _cca_lock_all(a);
-    cca_status_t st = snap_locked(a, out);
-    _cca_unlock_all(a, NULL);
+    cca_status_t st = _cca_view(a, snap_view, out);
     if (st == CCA_OK) st = sort_segments(out);
     if (st != CCA_OK) {
         _cca_snap_free(out);

@@ -1,21 +1,30 @@
-/* stats.c - the accounting's entry points from the core: the cache figures
- * an OOM report needs, captured before release-and-retry, and the hooks run
- * while the allocator's hooks flag is set. */
+/* stats.c - the accounting layer's answers to the core (the table the
+ * core calls through, a->acct.ops; see allocator/view.c): watches and
+ * scopes see every change while they exist, out-of-memory reports are
+ * judged and kept, and callbacks run after the core unlocks. */
 #include "stats_internal.h"
 
-void _cca_hooks_locked(cca_allocator_t *a)
+static void changed(cca_view_t *v)
 {
-    if (a->watch) _cca_watch_locked(a);
+    if (v->acct->watch) _cca_watch_changed(v);
 }
 
-void _cca_hooks_after_change(cca_allocator_t *a)
+static void after_change(cca_allocator_t *a)
 {
     _cca_watch_deliver(a);                            /* crossings first: they happened before the failure */
     _cca_oom_deliver(a);
 }
 
-void _cca_stats_destroy(cca_allocator_t *a)
+static void destroy(cca_acct_t *acct)
 {
-    _cca_watch_destroy(a);
-    _cca_oom_destroy(a);
+    _cca_watch_destroy(acct);
+    _cca_oom_destroy(acct);
 }
+
+const cca_acct_ops_t _cca_acct_ops = {
+    .changed = changed,
+    .after_change = after_change,
+    .oom = _cca_oom_keep,
+    .after_oom = _cca_oom_deliver,
+    .destroy = destroy,
+};

@@ -19,8 +19,8 @@ void        _cca_emit(cca_emit_t *e, const char *fmt, ...) __attribute__((format
 bool        _cca_emit_finish(cca_emit_t *e);          /* flushes; false if any write failed */
 const char *_cca_fmt_bytes(size_t bytes, char out[32]); /* "512 B", "4.00 MiB" */
 
-/* frag.c */
-void   _cca_frag_locked(cca_allocator_t *a, cca_frag_t *out);
+/* frag.c: the fragmentation figures of a view */
+void   _cca_frag_of(const cca_view_t *v, cca_frag_t *out);
 
 /* snapshot.c: a copy of every segment and block, taken under the lock. */
 typedef struct cca_snap {
@@ -33,11 +33,13 @@ cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out);
 void         _cca_snap_free(cca_snap_t *s);
 
 /* watch.c */
-void _cca_watch_locked(cca_allocator_t *a);
+void _cca_watch_changed(cca_view_t *v);
 void _cca_watch_deliver(cca_allocator_t *a);
-void _cca_watch_destroy(cca_allocator_t *a);
+void _cca_watch_destroy(cca_acct_t *acct);
 
 /* oom.c */
-void _cca_oom_destroy(cca_allocator_t *a);
+void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r);
+void _cca_oom_deliver(cca_allocator_t *a);
+void _cca_oom_destroy(cca_acct_t *acct);
 
 #endif /* CCA_STATS_INTERNAL_H */

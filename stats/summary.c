@@ -115,6 +115,17 @@ static void class_table(cca_emit_t *e, const cca_frag_t *g)
     _cca_emit(e, RULE);
 }
 
+static cca_status_t summary_view(cca_view_t *v, void *arg)
+{
+    figures_t *f = arg;
+    f->stats = v->stats;
+    _cca_frag_of(v, &f->frag);
+    f->oom = v->acct->last_oom ? *v->acct->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
+    f->cap = v->a->cap == SIZE_MAX ? 0 : v->a->cap;
+    f->device = v->a->cfg.device;
+    return CCA_OK;
+}
+
 cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *arg)
 {
     if (!a || !write)
@@ -126,13 +137,7 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
         free(e);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_memory_summary: out of host memory");
     }
-    _cca_lock_all(a);
-    _cca_counters_view(a, &f->stats);
-    _cca_frag_locked(a, &f->frag);
-    f->oom = a->last_oom ? *a->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
-    f->cap = a->cap == SIZE_MAX ? 0 : a->cap;
-    f->device = a->cfg.device;
-    _cca_unlock_all(a, NULL);
+    _cca_view(a, summary_view, f);
     _cca_emit_init(e, write, arg);
     header(e, f);
     stats_table(e, f);

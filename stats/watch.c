@@ -1,8 +1,8 @@
-/* watch.c - threshold watches and measurement scopes. Both are observed
- * under the lock at the end of each cca_malloc, cca_free and
- * cca_empty_cache (the core calls _cca_hooks_locked only while the hooks
- * flag is set, so an allocator without watches pays one load). Crossings go
- * to a per-thread queue and are delivered by the same thread after unlock. */
+/* watch.c - threshold watches and measurement scopes. Both see a view at
+ * the end of each cca_malloc, cca_free and cca_empty_cache (the core calls
+ * acct.ops->changed only while the hooks flag is set, so an allocator
+ * without watches pays one load). Crossings go to a per-thread queue and
+ * are delivered by the same thread after unlock. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +80,9 @@ static bool tq_take(uint64_t alloc_id, crossing_t *out)
     return false;
 }
 
-static inline size_t figure(const cca_allocator_t *a, cca_watch_kind_t which)
+static inline size_t figure(const cca_stats_t *st, cca_watch_kind_t which)
 {
-    const cca_stat_t *s = which == CCA_WATCH_RESERVED ? a->stats.reserved_bytes : a->stats.allocated_bytes;
+    const cca_stat_t *s = which == CCA_WATCH_RESERVED ? st->reserved_bytes : st->allocated_bytes;
     return (size_t)s[CCA_POOL_ALL].current;
 }
 
@@ -101,27 +101,27 @@ static void sort_crossings(crossing_t *c, size_t n)
     }
 }
 
-static void detect(cca_allocator_t *a, cca_watch_kind_t which)
+static void detect(const cca_view_t *v, cca_watch_kind_t which)
 {
-    struct cca_watch_state *w = a->watch;
-    size_t now = figure(a, which), first = tq.n;
+    struct cca_watch_state *w = v->acct->watch;
+    size_t now = figure(&v->stats, which), first = tq.n;
     for (size_t i = 0; i < w->n_th; i++) {
         threshold_t *t = &w->th[i];
         if (t->which != which || (now > t->bytes) == t->above) continue;
         t->above = now > t->bytes;
-        tq_push(&(crossing_t){ a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
+        tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
     }
     if (tq.n > first) sort_crossings(tq.q + first, tq.n - first);   /* tq.q may still be NULL */
 }
 
-static void update_scopes(cca_allocator_t *a)
+static void update_scopes(const cca_view_t *v)
 {
-    struct cca_watch_state *w = a->watch;
-    int64_t count = a->stats.allocation[CCA_POOL_ALL].current, bytes = a->stats.allocated_bytes[CCA_POOL_ALL].current;
+    struct cca_watch_state *w = v->acct->watch;
+    int64_t count = v->stats.allocation[CCA_POOL_ALL].current, bytes = v->stats.allocated_bytes[CCA_POOL_ALL].current;
     int64_t dc = count - w->last_count, db = bytes - w->last_bytes;   /* one call: one malloc or one free */
     w->last_count = count;
     w->last_bytes = bytes;
-    size_t alloc = figure(a, CCA_WATCH_ALLOCATED), res = figure(a, CCA_WATCH_RESERVED);
+    size_t alloc = figure(&v->stats, CCA_WATCH_ALLOCATED), res = figure(&v->stats, CCA_WATCH_RESERVED);
     for (size_t i = 0; i < w->n_sc; i++) {
         cca_scope_result_t *r = &w->sc[i].r;
         if (alloc > r->peak_allocated) r->peak_allocated = alloc;
@@ -131,52 +131,77 @@ static void update_scopes(cca_allocator_t *a)
     }
 }
 
-void _cca_watch_locked(cca_allocator_t *a)
+void _cca_watch_changed(cca_view_t *v)
 {
-    update_scopes(a);
-    if (!a->watch->n_th) return;
-    detect(a, CCA_WATCH_RESERVED);                    /* a segment is obtained before a block is taken from it */
-    detect(a, CCA_WATCH_ALLOCATED);
+    update_scopes(v);
+    if (!v->acct->watch->n_th) return;
+    detect(v, CCA_WATCH_RESERVED);                    /* a segment is obtained before a block is taken from it */
+    detect(v, CCA_WATCH_ALLOCATED);
 }
 
-static bool alive(cca_allocator_t *a, uint64_t id)
+static cca_status_t alive_view(cca_view_t *v, void *arg)
 {
-    bool found = false;
-    _cca_lock_all(a);
-    for (size_t i = 0; a->watch && i < a->watch->n_th && !found; i++) found = a->watch->th[i].id == id;
-    _cca_unlock_all(a, NULL);
-    return found;
+    uint64_t id = *(uint64_t *)arg;
+    const struct cca_watch_state *w = v->acct->watch;
+    for (size_t i = 0; w && i < w->n_th; i++)
+        if (w->th[i].id == id) return CCA_OK;
+    return CCA_ERROR_INVALID_ARGUMENT;
 }
 
 void _cca_watch_deliver(cca_allocator_t *a)
 {
     crossing_t c;
     while (tq.n && tq_take(a->id, &c))               /* a callback may queue more: still in order */
-        if (alive(a, c.watch_id)) c.fn(c.arg, c.which, c.now, c.rising);
+        if (_cca_view(a, alive_view, &c.watch_id) == CCA_OK) c.fn(c.arg, c.which, c.now, c.rising);
 }
 
-void _cca_watch_destroy(cca_allocator_t *a)
+void _cca_watch_destroy(cca_acct_t *acct)
 {
-    if (!a->watch) return;
-    free(a->watch->th);
-    free(a->watch->sc);
-    free(a->watch);
-    a->watch = NULL;
+    if (!acct->watch) return;
+    free(acct->watch->th);
+    free(acct->watch->sc);
+    free(acct->watch);
+    acct->watch = NULL;
 }
 
-/* Under the lock: the state exists and its last-seen figures are current. */
-static struct cca_watch_state *state(cca_allocator_t *a)
+/* The state exists and its last-seen figures are current. */
+static struct cca_watch_state *state(cca_view_t *v)
 {
-    if (!a->watch && !(a->watch = calloc(1, sizeof *a->watch))) return NULL;
-    a->watch->last_count = a->stats.allocation[CCA_POOL_ALL].current;
-    a->watch->last_bytes = a->stats.allocated_bytes[CCA_POOL_ALL].current;
-    return a->watch;
+    cca_acct_t *acct = v->acct;
+    if (!acct->watch && !(acct->watch = calloc(1, sizeof *acct->watch))) return NULL;
+    acct->watch->last_count = v->stats.allocation[CCA_POOL_ALL].current;
+    acct->watch->last_bytes = v->stats.allocated_bytes[CCA_POOL_ALL].current;
+    return acct->watch;
 }
 
-static void set_flag(cca_allocator_t *a)
+/* Every change goes all locked and is seen while watches or scopes exist. */
+static void set_flag(cca_view_t *v)
 {
-    if (a->watch && (a->watch->n_th || a->watch->n_sc)) atomic_fetch_or(&a->hooks, CCA_HOOK_WATCH);
-    else atomic_fetch_and(&a->hooks, ~CCA_HOOK_WATCH);
+    const struct cca_watch_state *w = v->acct->watch;
+    _cca_view_hooks(v, w && (w->n_th || w->n_sc));
+}
+
+typedef struct watch_req {
+    cca_watch_kind_t which;
+    size_t bytes;
+    cca_watch_fn fn;
+    void *arg;
+    uint64_t id;                                      /* in: a watch or scope to end; out: the new one */
+    cca_scope_result_t *out;
+    size_t out_size;
+} watch_req_t;
+
+static cca_status_t watch_add_view(cca_view_t *v, void *arg)
+{
+    watch_req_t *q = arg;
+    struct cca_watch_state *w = state(v);
+    threshold_t *th = w ? grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
+    if (!th) return CCA_ERROR_OUT_OF_MEMORY;
+    w->th = th;
+    q->id = ++w->next_id;
+    th[w->n_th++] = (threshold_t){ q->id, q->fn, q->arg, q->bytes, q->which, figure(&v->stats, q->which) > q->bytes };
+    set_flag(v);
+    return CCA_OK;
 }
 
 cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
@@ -186,51 +211,54 @@ cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, siz
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
     if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: unknown kind %d", (int)which);
-    _cca_lock_all(a);
-    struct cca_watch_state *w = state(a);
-    threshold_t *th = w ? grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
-    if (!th) {
-        _cca_unlock_all(a, NULL);
+    watch_req_t q = { .which = which, .bytes = bytes, .fn = fn, .arg = arg };
+    if (_cca_view(a, watch_add_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
-    }
-    w->th = th;
-    *id = ++w->next_id;
-    th[w->n_th++] = (threshold_t){ *id, fn, arg, bytes, which, figure(a, which) > bytes };
-    set_flag(a);
-    _cca_unlock_all(a, NULL);
+    *id = q.id;
     return CCA_OK;
+}
+
+static cca_status_t unwatch_view(cca_view_t *v, void *arg)
+{
+    uint64_t id = *(uint64_t *)arg;
+    struct cca_watch_state *w = v->acct->watch;
+    size_t i = 0;
+    while (w && i < w->n_th && w->th[i].id != id) i++;
+    bool found = w && i < w->n_th;
+    if (found) memmove(&w->th[i], &w->th[i + 1], (--w->n_th - i) * sizeof *w->th);
+    set_flag(v);
+    return found ? CCA_OK : CCA_ERROR_INVALID_ARGUMENT;
 }
 
 cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
-    _cca_lock_all(a);
-    struct cca_watch_state *w = a->watch;
-    size_t i = 0;
-    while (w && i < w->n_th && w->th[i].id != id) i++;
-    bool found = w && i < w->n_th;
-    if (found) memmove(&w->th[i], &w->th[i + 1], (--w->n_th - i) * sizeof *w->th);
-    set_flag(a);
-    _cca_unlock_all(a, NULL);
-    return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
+    if (_cca_view(a, unwatch_view, &id) != CCA_OK)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
+    return CCA_OK;
+}
+
+static cca_status_t scope_begin_view(cca_view_t *v, void *arg)
+{
+    watch_req_t *q = arg;
+    struct cca_watch_state *w = state(v);
+    scope_t *sc = w ? grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
+    if (!sc) return CCA_ERROR_OUT_OF_MEMORY;
+    w->sc = sc;
+    q->id = ++w->next_id;
+    sc[w->n_sc++] = (scope_t){ q->id, { .peak_allocated = figure(&v->stats, CCA_WATCH_ALLOCATED),
+                                        .peak_reserved = figure(&v->stats, CCA_WATCH_RESERVED) } };
+    set_flag(v);
+    return CCA_OK;
 }
 
 cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
 {
     if (!a || !token) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
-    _cca_lock_all(a);
-    struct cca_watch_state *w = state(a);
-    scope_t *sc = w ? grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
-    if (!sc) {
-        _cca_unlock_all(a, NULL);
+    watch_req_t q = { 0 };
+    if (_cca_view(a, scope_begin_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
-    }
-    w->sc = sc;
-    *token = ++w->next_id;
-    sc[w->n_sc++] = (scope_t){ *token, { .peak_allocated = figure(a, CCA_WATCH_ALLOCATED),
-                                         .peak_reserved = figure(a, CCA_WATCH_RESERVED) } };
-    set_flag(a);
-    _cca_unlock_all(a, NULL);
+    *token = q.id;
     return CCA_OK;
 }
 
@@ -239,21 +267,28 @@ cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_resul
     return cca_scope_end_sized(a, token, out, CCA_V1_SCOPE);
 }
 
+static cca_status_t scope_end_view(cca_view_t *v, void *arg)
+{
+    watch_req_t *q = arg;
+    struct cca_watch_state *w = v->acct->watch;
+    size_t i = 0;
+    while (w && i < w->n_sc && w->sc[i].token != q->id) i++;
+    bool found = w && i < w->n_sc;
+    if (found) {
+        if (q->out) _cca_copy_out(q->out, q->out_size, &w->sc[i].r, sizeof w->sc[i].r);
+        w->sc[i] = w->sc[--w->n_sc];
+    }
+    set_flag(v);
+    return found ? CCA_OK : CCA_ERROR_INVALID_ARGUMENT;
+}
+
 cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out, size_t out_size)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
     if (out && out_size < CCA_V1_SCOPE)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: %zu bytes is no cca_scope_result_t", out_size);
-    _cca_lock_all(a);
-    struct cca_watch_state *w = a->watch;
-    size_t i = 0;
-    while (w && i < w->n_sc && w->sc[i].token != token) i++;
-    bool found = w && i < w->n_sc;
-    if (found) {
-        if (out) _cca_copy_out(out, out_size, &w->sc[i].r, sizeof w->sc[i].r);
-        w->sc[i] = w->sc[--w->n_sc];
-    }
-    set_flag(a);
-    _cca_unlock_all(a, NULL);
-    return found ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
+    watch_req_t q = { .id = token, .out = out, .out_size = out_size };
+    if (_cca_view(a, scope_end_view, &q) != CCA_OK)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
+    return CCA_OK;
 }
