@@ -1,7 +1,7 @@
 /* block.c - blocks inside segments: best fit, splitting the rest off,
  * coalescing with free neighbours (never across segments), under the
  * block's stream lock. Block code never counts: each transition's change
- * to the figures is a delta (internal.h) its caller applies through the
+ * to the figures is a delta (blocks.h) its caller applies through the
  * counters unit (counters.c) first. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* counters.c - the counters unit: every change to the torch-named figures
  * kept per stream (allocation, active, inactive_split and their bytes,
  * requested_bytes, oversize_allocations) comes here as a transition's
- * delta (internal.h: _cca_take_delta and the others) through
+ * delta (blocks.h: _cca_take_delta and the others) through
  * _cca_ctr_apply; block code never counts.
  *
  * Each stream counts its own figures under its own lock: room = lease -

@@ -30,7 +30,7 @@
  * _cca_take_delta_of's, asked of the merged block.
  *
  * Compiled in with -Dparking=true (the default); without it these calls
- * are empty (internal.h) and every free merges at once. Measured in
+ * are empty (blocks.h) and every free merges at once. Measured in
  * docs/benchmarks.md ("Parking"). */
 #include "internal.h"
 

@@ -2,7 +2,7 @@
  * without scanning: open addressing with linear probing and backward-shift
  * deletion (no tombstones), keys and values side by side (one cache line
  * per probe), grown at a quarter load (short probe runs: a free's lookup
- * and deletion stay a probe or two). The lookups are inline (internal.h). */
+ * and deletion stay a probe or two). The lookups are inline (streams.h). */
 #include <stdlib.h>
 #include "internal.h"
 

@@ -1,0 +1,194 @@
+/* blocks.h - blocks inside segments: free bins (tree.c, bins.c), best fit,
+ * splitting and merging (block.c), parking (park.c), and each block
+ * transition's delta - what it does to its stream's figures, computed
+ * before it; the caller applies it through the counters unit. */
+#ifndef CCA_BLOCKS_H
+#define CCA_BLOCKS_H
+
+#include "model.h"
+#include "counters.h"
+
+/* tree.c: free blocks ordered by (size, addr) - a treap. */
+void         _cca_tree_insert(cca_block_t **root, cca_block_t *b);
+void         _cca_tree_remove(cca_block_t **root, cca_block_t *b);
+void         _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size);
+cca_block_t *_cca_tree_lower_bound(cca_block_t *root, size_t size);
+cca_block_t *_cca_tree_max(cca_block_t *root);
+typedef void (*cca_tree_visit_fn)(cca_block_t *b, void *arg);
+void         _cca_tree_visit(cca_block_t *root, cca_tree_visit_fn fn, void *arg);
+
+/* bins.c: a stream and pool's free blocks by size class. */
+void         _cca_bins_insert(cca_bins_t *bs, cca_block_t *b);
+void         _cca_bins_remove(cca_bins_t *bs, cca_block_t *b);
+/* old's key becomes (new_size, new_addr), carried by nu (old, or a block taking its place) */
+void         _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size);
+cca_block_t *_cca_bins_best_fit(const cca_bins_t *bs, size_t size);   /* smallest (size, addr) >= size */
+cca_block_t *_cca_bins_largest(const cca_bins_t *bs);
+cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b);    /* next in (size, addr) order */
+bool         _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b);
+void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg);
+
+/* block.c: blocks inside segments, splitting and merging (stream locked).
+ * No counting here: callers apply the transition's delta first. */
+cca_block_t *_cca_block_new(cca_stream_t *st);
+bool         _cca_spare_reserve(cca_stream_t *st);
+void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
+cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
+void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
+void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
+void         _cca_insert_free(cca_block_t *b);      /* b into its bins, merged (gc_base set) */
+
+/* The pool's free-search count, the age unit of garbage collection. */
+static inline uint64_t _cca_gc_now(cca_allocator_t *a)
+{
+    return a->gc_enabled ? atomic_load_explicit(&a->gc_searches, memory_order_relaxed) : 0;
+}
+
+/* park.c: the deferred merge (see there), behind -Dparking. */
+#if CCA_PARKING
+bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
+cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
+void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+void         _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+#else
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+{ (void)a; (void)st; (void)b; return false; }
+static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+{ (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
+static inline void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
+static inline void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
+#endif
+
+/* Frees the block parked in st's pool, if there is one: the figures and
+ * the merge it deferred (never fails; st locked). */
+static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(a, st, pool);
+}
+
+/* Applies the figures the block parked in st's pool deferred, if any,
+ * keeping it parked: st's figures are then exact (never fails). */
+static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    if (CCA_PARKING && st->parked[pool] && !st->parked[pool]->vacated) _cca_vacate_parked_block(a, st, pool);
+}
+
+static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
+
+/* ---- block.c's small helpers, inline for the hot path ---------------- */
+
+/* Best fit's max_split_size rules (PyTorch's): may a free block of
+ * `block_size` bytes serve a request of `size`? */
+static inline bool _cca_fit_ok(const cca_allocator_t *a, size_t size, size_t block_size)
+{
+    size_t msz = a->cfg.max_split_size;
+    if (msz == SIZE_MAX) return true;
+    if (size < msz && block_size >= msz) return false;                    /* no oversize block for a small request */
+    return !(size >= msz && block_size >= size + CCA_LARGE_BUFFER);       /* nor one far too big */
+}
+
+/* Whether taking `size` bytes of a free block of `block_size` bytes in
+ * `pool` splits the rest off (PyTorch's rule). */
+static inline bool _cca_split_rule(const cca_allocator_t *a, int pool, size_t block_size, size_t size)
+{
+    size_t remaining = block_size - size;
+    if (pool == CCA_POOL_SMALL) return remaining >= CCA_MIN_BLOCK;
+    return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
+}
+
+static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
+{
+    return _cca_split_rule(a, b->seg->pool, b->size, size);
+}
+
+/* What freeing b does to its pool's inactive-split figures: its free
+ * neighbours stop counting, the merged block counts if its segment stays split. */
+static inline void _cca_merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes)
+{
+    const cca_block_t *p = b->prev, *n = b->next;
+    bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
+    int64_t size = (int64_t)b->size + (pf ? (int64_t)p->size : 0) + (nf ? (int64_t)n->size : 0);
+    bool split = (pf ? p->prev : p) || (nf ? n->next : n);
+    *dcount = (int64_t)split - (int64_t)pf - (int64_t)nf;
+    *dbytes = (split ? size : 0) - (pf ? (int64_t)p->size : 0) - (nf ? (int64_t)n->size : 0);
+}
+
+/* ---- transitions' deltas: what each block transition does to its
+ * stream's figures, computed before it (the block as it is now), written
+ * into the caller's *d (no copies on the hot path) ---------------------- */
+
+/* A free block of `block_size` bytes in `pool` (inside a split segment
+ * or not) -> allocated, its first `size` bytes (the rest split off). */
+static inline void _cca_take_delta_of(cca_delta_t *d, const cca_allocator_t *a, int pool, size_t block_size,
+                                      bool was_split, size_t size, size_t requested)
+{
+    bool split = _cca_split_rule(a, pool, block_size, size);
+    int64_t bytes = (int64_t)(split ? size : block_size);
+    d->rise = CCA_RISE_ALL;
+    d->pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
+    d->v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
+    d->v[CCA_K_allocation] = d->v[CCA_K_active] = 1;
+    d->v[CCA_K_allocated_bytes] = d->v[CCA_K_active_bytes] = bytes;
+    d->v[CCA_K_requested_bytes] = (int64_t)requested;
+    d->v[CCA_K_inactive_split] = (int64_t)split - (int64_t)was_split;   /* it stops counting, the rest counts */
+    d->v[CCA_K_inactive_split_bytes] = (split ? (int64_t)(block_size - size) : 0) - (was_split ? (int64_t)block_size : 0);
+}
+
+/* Free block b -> allocated, its first `size` bytes (the rest split off). */
+static inline void _cca_take_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b, size_t size,
+                                   size_t requested)
+{
+    _cca_take_delta_of(d, a, b->seg->pool, b->size, _cca_block_is_split(b), size, requested);
+}
+
+/* Allocated block b -> pending (freed, awaiting other streams' events). */
+static inline void _cca_release_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
+{
+    d->rise = d->pos = 0;
+    d->v[CCA_K_active] = d->v[CCA_K_active_bytes] = d->v[CCA_K_inactive_split] = d->v[CCA_K_inactive_split_bytes] = 0;
+    d->v[CCA_K_allocation] = -1;
+    d->v[CCA_K_allocated_bytes] = -(int64_t)b->size;
+    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+    d->v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+}
+
+/* Allocated block b -> free, the part its merge with its free neighbours
+ * makes: the inactive-split figures (the others left as they are). */
+static inline void _cca_merge_part(cca_delta_t *d, const cca_block_t *b)
+{
+    _cca_merge_deltas(b, &d->v[CCA_K_inactive_split], &d->v[CCA_K_inactive_split_bytes]);
+}
+
+/* Pending block b -> free, merged with its free neighbours. */
+static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b)
+{
+    d->rise = CCA_RISE_SPLIT;
+    d->pos = 0;
+    d->v[CCA_K_allocation] = d->v[CCA_K_allocated_bytes] = d->v[CCA_K_requested_bytes] = d->v[CCA_K_oversize_allocations] = 0;
+    _cca_merge_part(d, b);
+    d->v[CCA_K_active] = -1;
+    d->v[CCA_K_active_bytes] = -(int64_t)b->size;
+}
+
+/* Allocated block b -> free, the part that only falls: allocation,
+ * active and their bytes, requested, oversize. */
+static inline void _cca_vacate_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
+{
+    d->rise = d->pos = 0;
+    d->v[CCA_K_inactive_split] = d->v[CCA_K_inactive_split_bytes] = 0;
+    d->v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
+    d->v[CCA_K_allocation] = d->v[CCA_K_active] = -1;
+    d->v[CCA_K_allocated_bytes] = d->v[CCA_K_active_bytes] = -(int64_t)b->size;
+    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
+}
+
+/* Allocated block b -> free, merged with its free neighbours: both parts
+ * in one step (each figure changes once, as in PyTorch). */
+static inline void _cca_free_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
+{
+    _cca_vacate_delta(d, a, b);
+    d->rise = CCA_RISE_SPLIT;
+    _cca_merge_part(d, b);
+}
+
+#endif /* CCA_BLOCKS_H */

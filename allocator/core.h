@@ -1,0 +1,102 @@
+/* core.h - the allocator as a whole (all locked): sized structs, errors,
+ * configuration, the all-locked path, segments and the growth ladder, the
+ * figures of an OOM report, and the one meeting point with the accounting
+ * layer (view.c). */
+#ifndef CCA_CORE_H
+#define CCA_CORE_H
+
+#include "model.h"
+
+/* ---- sized structs (see cca.h) ----
+ * The size of each struct in the first cca.h that had it: a caller's size
+ * below it cannot be one of ours. */
+#define CCA_V1_STATS  offsetof(cca_stats_t, oversize_allocations)
+#define CCA_V1_CONFIG sizeof(cca_config_t)
+#define CCA_V1_FRAG   sizeof(cca_frag_t)
+#define CCA_V1_SEG    sizeof(cca_segment_info_t)
+#define CCA_V1_BLOCK  sizeof(cca_block_info_t)
+#define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
+#define CCA_V1_SCOPE  sizeof(cca_scope_result_t)
+
+/* Copies the library's struct (n bytes) out to the caller's of `size`
+ * bytes: the fields that fit, in order, and zeros past what we know. */
+static inline void _cca_copy_out(void *dst, size_t size, const void *src, size_t n)
+{
+    memcpy(dst, src, size < n ? size : n);
+    if (size > n) memset((char *)dst + n, 0, size - n);
+}
+
+/* errors.c */
+cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void         _cca_clear_error(void);
+
+/* config.c */
+size_t       _cca_round_size(const cca_config_t *cfg, size_t size);
+cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total);   /* 0: the device is not known yet */
+
+/* alloc.c: the public calls and the all-locked path. */
+void   _cca_lock_all(cca_allocator_t *a);
+void   _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger);   /* trigger: stream served, or NULL */
+
+/* segment.c: segments and the device (all locked). */
+typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
+cudaError_t  _cca_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
+void         _cca_device_leave(dev_guard_t *g);                        /* restores the caller's */
+/* The growth ladder, in the order a request climbs it (segment.c). */
+typedef enum cca_rung {
+    CCA_RUNG_GROWN,                                   /* a policy's bigger segment (segment_growth_percent) */
+    CCA_RUNG_NEW,                                     /* the standard segment */
+    CCA_RUNG_RELEASE_FITTING,                         /* the same, after releasing cached oversize blocks that help */
+    CCA_RUNG_RELEASE_ALL,                             /* the same, after releasing every unused cached segment */
+    CCA_RUNG_LEAST,                                   /* policies on: the smallest segment that holds the request */
+    CCA_RUNG_COUNT
+} cca_rung_t;
+/* The size of the segment rung `rung` asks for a request of `rounded`
+ * bytes in `pool` (CCA_RUNG_NEW: PyTorch's 2 MiB, 20 MiB, or the request
+ * rounded up to 2 MiB). */
+size_t       _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung);
+bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
+void         _cca_segments_destroy(cca_allocator_t *a);    /* frees the recycled segment records */
+void         _cca_release_cached(cca_allocator_t *a);
+cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+
+/* oomfig.c: the figures of an out-of-memory report (all locked). */
+void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
+void   _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r);
+size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail);
+size_t _cca_largest_free(const cca_allocator_t *a);
+
+/* ---- the accounting layer (stats/) and the core: view.c ----------------
+ * stats/ reads the allocator only through _cca_view, a consistent moment
+ * with the public figures exact, and never takes a core lock, walks a
+ * stream or switches devices itself. The core tells stats/ about changes
+ * and out-of-memory only through the table in a->acct.ops, which
+ * cca_create installs: the one name the core takes from stats/. */
+typedef struct cca_acct cca_acct_t;
+typedef struct cca_view {
+    const cca_allocator_t *a;                         /* all locked while the view lasts: read anything */
+    cca_stats_t stats;                                /* the public figures (cca_get_stats), exact */
+    cca_acct_t *acct;                                 /* the accounting's own state: its to change */
+    cca_allocator_t *mut_;                            /* for _cca_view_hooks alone */
+} cca_view_t;
+typedef cca_status_t (*cca_view_fn)(cca_view_t *v, void *arg);
+cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg);
+void         _cca_acct_changed(cca_allocator_t *a);                       /* the core's calls, all locked */
+void         _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r);
+void         _cca_view_hooks(cca_view_t *v, bool on);   /* every change all locked and told to ops->changed */
+
+typedef struct cca_acct_ops {
+    void (*changed)(cca_view_t *v);                   /* all locked, after a change, while hooks are on */
+    void (*after_change)(cca_allocator_t *a);         /* after unlocking that change (callbacks run here) */
+    void (*oom)(cca_view_t *v, cca_oom_report_t *r);  /* all locked: an out-of-memory, its figures in *r */
+    void (*after_oom)(cca_allocator_t *a);            /* after unlocking it */
+    void (*destroy)(cca_acct_t *acct);
+} cca_acct_ops_t;
+extern const cca_acct_ops_t _cca_acct_ops;           /* stats/stats.c */
+
+/* errors.c: this thread's last OOM report (verdict NONE: none since its
+ * last out-of-memory failure). */
+void                    _cca_thread_oom_set(const cca_oom_report_t *r);
+const cca_oom_report_t *_cca_thread_oom(void);
+
+#endif /* CCA_CORE_H */

@@ -1,0 +1,240 @@
+/* model.h - the allocator's data: limits, blocks, segments, free bins,
+ * address maps, the per-stream figures, streams and the allocator itself.
+ * Terms: internal.h's glossary. Locking: each stream's state (its free
+ * bins, its segments' blocks, its live-address map, its figures and leases,
+ * its parked blocks, its events) is guarded by the stream's lock; the hot
+ * path takes only that one (and may try-lock the others, never waiting, to
+ * move leases). Everything else - creating streams and segments, recording
+ * events, the OOM path, statistics, walks - runs "all locked": the
+ * allocator's lock, then every stream lock in list order. */
+#ifndef CCA_MODEL_H
+#define CCA_MODEL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "cca.h"
+#include "lock.h"
+
+#ifndef CCA_PARKING
+#define CCA_PARKING 1                                 /* meson sets it from -Dparking */
+#endif
+
+#define CCA_MIN_BLOCK      ((size_t)512)              /* rounding unit */
+#define CCA_SMALL_SIZE     ((size_t)1 << 20)          /* largest small-pool request */
+#define CCA_SMALL_BUFFER   ((size_t)2 << 20)          /* small-pool segment */
+#define CCA_LARGE_BUFFER   ((size_t)20 << 20)         /* large segment for requests under MIN_LARGE_ALLOC */
+#define CCA_MIN_LARGE_ALLOC ((size_t)10 << 20)
+#define CCA_ROUND_LARGE    ((size_t)2 << 20)          /* rounding of big segments */
+static inline size_t _cca_round_up_2m(size_t x) { return (x + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
+static inline size_t _cca_round_down_2m(size_t x) { return x / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
+#define CCA_SMALL_GROWTH_MAX ((size_t)8 << 20)           /* largest grown small segment */
+#define CCA_LEAN_MAX_SPLIT ((size_t)128 << 20)        /* preset:lean */
+#define CCA_LEAN_GROWTH_PERCENT 10
+#define CCA_MAX_REQUEST    ((size_t)1 << 62)          /* above this a size cannot be rounded safely */
+
+
+typedef enum cca_block_state {
+    CCA_BLOCK_FREE = 0,                               /* inactive, in its stream's free tree */
+    CCA_BLOCK_ALLOCATED,                              /* handed out */
+    CCA_BLOCK_PENDING,                                /* freed, awaiting stream events */
+    CCA_BLOCK_PARKED,                                 /* freed and counted as merged, not yet merged */
+} cca_block_state_t;
+
+typedef struct cca_block cca_block_t;
+typedef struct cca_segment cca_segment_t;
+typedef struct cca_stream cca_stream_t;
+
+typedef struct cca_use {                              /* a stream recorded by cca_record_stream */
+    cudaStream_t handle;
+    uint64_t key;
+} cca_use_t;
+
+/* 128 bytes, cache-line aligned: what best fit, splitting and merging read
+ * of a block and of its neighbours lies in the first line. */
+struct cca_block {
+    uintptr_t addr;
+    size_t size;
+    cca_block_t *prev, *next;                         /* address neighbours in the segment */
+    cca_segment_t *seg;
+    cca_block_t *left, *right;                        /* free-tree links */
+    uint32_t prio;                                    /* free-tree heap priority */
+    uint8_t state;                                    /* cca_block_state_t */
+    bool vacated;                                     /* parked, its deferred figures applied (park.c) */
+    /* second line */
+    size_t requested;                                 /* caller's size while allocated, else 0 */
+    uint64_t gc_base;                                 /* pool's free-search count when freed */
+    cca_use_t *uses;                                  /* other streams using the block */
+    int n_uses, cap_uses;
+    int event_count;                                  /* outstanding events while pending */
+    int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
+} __attribute__((aligned(64)));
+
+/* Segment records are recycled, never freed before the allocator: the
+ * address map is read without a lock and may hand a reader a record that
+ * was just released (see segmap.c). */
+struct cca_segment {
+    uintptr_t addr;
+    size_t size;
+    int pool;                                         /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    cca_stream_t *stream;
+    cca_stream_t *_Atomic owner;                      /* = stream, for lock-free readers; NULL when recycled */
+    cca_block_t *first;                               /* lowest block */
+    cca_segment_t *prev, *next;                       /* allocator's segment list (spare list when recycled) */
+};
+
+/* Size classes of free blocks: exact below 32 KiB (64 classes of 512 B),
+ * then 32 per doubling. */
+#define CCA_BIN_EXACT_BITS 6
+#define CCA_BIN_EXACT (1u << CCA_BIN_EXACT_BITS)
+#define CCA_BIN_SUB_BITS 5
+#define CCA_BIN_SUBS (1u << CCA_BIN_SUB_BITS)
+#define CCA_BIN_COUNT 1280u                            /* covers 2^50 B; at most 64 bitmap words */
+
+typedef struct cca_bins {                             /* free blocks of one stream and pool */
+    uint64_t summary;                                 /* bit w: words[w] != 0 */
+    uint64_t words[CCA_BIN_COUNT / 64];               /* bit i: root[i] != NULL */
+    size_t count;                                     /* free blocks */
+    cca_block_t *root[CCA_BIN_COUNT];                 /* treap by (size, addr) per class */
+} cca_bins_t;
+
+typedef struct cca_ptrmap_slot {
+    uintptr_t key;                                    /* 0 = empty */
+    cca_block_t *block;
+} cca_ptrmap_slot_t;
+
+typedef struct cca_ptrmap {                           /* open addressing, linear probing */
+    cca_ptrmap_slot_t *slots;
+    size_t mask, count;
+    size_t bytes;                                     /* host bytes of slots */
+} cca_ptrmap_t;
+
+/* The stats kept per stream; the others (segment, reserved_bytes, num_*)
+ * change only all locked. */
+#define CCA_SHARD_STATS(X) X(allocation) X(active) X(inactive_split) X(allocated_bytes) \
+    X(active_bytes) X(inactive_split_bytes) X(requested_bytes) X(oversize_allocations)
+enum {
+#define CCA_SHARD_ENUM_(name) CCA_K_##name,
+    CCA_SHARD_STATS(CCA_SHARD_ENUM_)
+#undef CCA_SHARD_ENUM_
+    CCA_NSHARD
+};
+
+/* A transition's change to one stream's figures in one pool (see
+ * counters.c): block code computes it, the counters unit applies it. */
+typedef struct cca_delta {
+    int64_t v[CCA_NSHARD];                            /* change of each current figure */
+    unsigned rise;                                    /* bit k: v[k] may be > 0 (a constant per transition) */
+    unsigned pos;                                     /* bit k: v[k] >= 0 for sure (idem) */
+} cca_delta_t;
+#define CCA_RISE_ALL   ((1u << CCA_NSHARD) - 1)
+#define CCA_RISE_SPLIT ((1u << CCA_K_inactive_split) | (1u << CCA_K_inactive_split_bytes))
+
+/* One stream's figures, by public pool (CCA_POOL_ALL / SMALL / LARGE).
+ * Exact global peaks without a shared write on the hot path: a stream may
+ * raise its figure up to its lease; the leases of all streams add up to at
+ * most the global peak, so the global sum cannot pass the peak unseen. The
+ * hot path keeps room = lease - current, so its whole check is the sign of
+ * the rooms it changed; current is lease - room, freed is inc - current
+ * (see counters.c). */
+typedef struct cca_ctrs {
+    int64_t room[CCA_POOL_COUNT][CCA_NSHARD];         /* lease - current */
+    int64_t lease[CCA_POOL_COUNT][CCA_NSHARD];
+    int64_t inc[CCA_POOL_COUNT][CCA_NSHARD];          /* total increases; [SMALL] and [LARGE] only */
+    int64_t high[CCA_POOL_COUNT][CCA_NSHARD];         /* highest current seen all locked (its demand); idem */
+} cca_ctrs_t;
+
+typedef struct cca_pending {                          /* an event a pending block waits for */
+    cudaEvent_t event;
+    cca_block_t *block;
+} cca_pending_t;
+
+typedef struct cca_events {                           /* a stream's blocks' events */
+    cca_pending_t *pending;                           /* outstanding */
+    size_t n_pending, cap_pending;
+    cudaEvent_t *pool;                                /* spare events */
+    size_t n_pool, cap_pool;
+} cca_events_t;
+
+/* A stream record. Records are never freed before the allocator: a
+ * retired stream's heavy parts (bins, address map, events) are freed and
+ * its small record ("husk") is kept for the next new stream, so that a
+ * thread holding a stale pointer (from its stream cache or the address
+ * map) may still take its lock and see, under it, that it changed. */
+#define CCA_KEY_DEAD (UINT64_MAX - 1)                 /* key of a retired record: matches no stream */
+struct cca_stream {
+    cca_lock_t lock;                                  /* guards everything below but next */
+    uint64_t key;                                     /* identity (handle, or per-thread id); CCA_KEY_DEAD once retired */
+    cudaStream_t handle;                              /* as the caller named it */
+    cca_ctrs_t ctr;
+    cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
+    cca_block_t *spare;                               /* recycled block structs (via next) */
+    cca_block_t *parked[CCA_POOL_COUNT];              /* per pool: last freed block, merge deferred */
+    cca_events_t events;                              /* events its pending blocks wait for */
+    cca_bins_t *free[CCA_POOL_COUNT];                 /* free blocks, [SMALL] and [LARGE] (one allocation) */
+    int64_t host_bytes;                               /* host memory its hot path allocated (block structs, map) */
+    uint64_t lookups;                                 /* frees and record_streams that found their block here */
+    _Atomic bool dying;                               /* its thread exited: retire on the next all-locked call */
+    bool dead;                                        /* retired: no new blocks; freed once it holds no segment */
+    cca_stream_t *_Atomic next;                       /* allocator's stream list (changed all locked) */
+};
+
+
+/* Context of one failed request, for the OOM report. */
+typedef struct cca_oom_ctx {
+    size_t requested, rounded, alloc_size;
+    int pool;                                         /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    cudaStream_t stream;
+    bool cap_refused;                                 /* the cap refused without calling cudaMalloc */
+    bool device_refused;                              /* cudaMalloc said out of memory */
+    bool host_failed;                                 /* host memory for metadata ran out */
+    bool captured;                                    /* the before-release figures are set */
+    size_t free_cached_before, largest_free_before;   /* as the request found the cache */
+    size_t reserved_before, allocated_before;
+} cca_oom_ctx_t;
+
+struct cca_allocator {
+    cca_lock_t lock;                                  /* first of the all-locked path */
+    cca_allocator_t *reg_next;                        /* registry of live allocators (stream.c) */
+    bool all_locked;                                  /* set while the all-locked path runs */
+    bool counters_moved;                              /* all locked: figures or peaks changed, deal leases anew */
+    uint64_t id;                                      /* unique per allocator, for thread caches */
+    cca_config_t cfg;
+    bool plain_rounding;                              /* no roundup_power2_divisions set */
+    size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
+    size_t device_total;
+    size_t reserved_high;                             /* most bytes ever reserved (policies; never reset) */
+    /* While all locked, stats is the exact public view; otherwise only its
+     * all-locked fields and the per-stream stats' peaks are current. */
+    cca_stats_t stats;
+    int64_t inc_base[CCA_NSHARD][CCA_POOL_COUNT];     /* sum of inc at the last accumulated reset */
+    int64_t freed_base[CCA_NSHARD][CCA_POOL_COUNT];   /* sum of inc - cur then */
+    cca_stream_t *streams, *streams_tail;
+    cca_stream_t *husks;                              /* retired records for reuse (via next) */
+    size_t n_streams;                                 /* records in the list, dead ones included */
+    _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
+    int64_t retired_inc[CCA_POOL_COUNT][CCA_NSHARD];  /* increases counted by streams since retired */
+    cca_segment_t *segments;
+    cca_segment_t *spare_segs;                        /* recycled segment records (via next) */
+    void *_Atomic *segmap;                            /* address -> segment (segmap.c) */
+    int64_t host_bytes;                               /* host memory of all-locked structures */
+    uint64_t lock_all_count;                          /* all-locked entries (tests: what a call took) */
+    cca_stat_t oversize_segments;                     /* segments of at least max_split_size (as PyTorch) */
+    cca_stat_t oversize_pools[CCA_POOL_COUNT];        /* the shard stat behind stats.oversize_allocations */
+    bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
+    _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
+    bool accumulated_reset;                           /* allocated - freed == current no longer holds */
+    _Atomic int hooks;                                /* nonzero: every change all locked and told to acct.ops->changed */
+    struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
+        const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
+        struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */
+        struct cca_oom_report *last_oom;              /* the last OOM report (NULL when none) */
+        void (*oom_cb)(const struct cca_oom_report *, void *);
+        void *oom_cb_arg;
+        size_t oom_cb_size;                           /* the callback's sizeof(cca_oom_report_t) */
+    } acct;
+};
+
+#endif /* CCA_MODEL_H */

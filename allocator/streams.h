@@ -1,0 +1,124 @@
+/* streams.h - finding things: a stream's handed-out address map
+ * (ptrmap.c, lookups inline), the allocator-wide address -> segment map
+ * (segmap.c), stream identity, records and the thread's stream cache
+ * (stream.c), and frees that wait for other streams' events (events.c). */
+#ifndef CCA_STREAMS_H
+#define CCA_STREAMS_H
+
+#include "model.h"
+
+/* ptrmap.c: a stream's handed-out address -> block (its lookups inline). */
+bool         _cca_ptrmap_init(cca_ptrmap_t *m);
+void         _cca_ptrmap_fini(cca_ptrmap_t *m);
+bool         _cca_ptrmap_grow(cca_ptrmap_t *m);
+void         _cca_ptrmap_erase(cca_ptrmap_t *m, cca_ptrmap_slot_t *slot);
+
+static inline size_t _cca_ptrmap_home(uintptr_t key, size_t mask)
+{
+    uint64_t x = (uint64_t)key >> 9;                  /* addresses are 512-B aligned */
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 20) & mask;
+}
+
+/* Makes room for one more key, so a later put cannot fail. */
+static inline bool _cca_ptrmap_reserve(cca_ptrmap_t *m)
+{
+    return (m->count + 1) * 4 <= m->mask + 1 || _cca_ptrmap_grow(m);
+}
+
+/* Adds key; the caller made room with _cca_ptrmap_reserve first. */
+static inline void _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
+{
+    size_t i = _cca_ptrmap_home(key, m->mask);
+    while (m->slots[i].key) i = (i + 1) & m->mask;
+    m->slots[i].key = key;
+    m->slots[i].block = b;
+    m->count++;
+}
+
+/* key's slot, or NULL; valid until the map next changes. */
+static inline cca_ptrmap_slot_t *_cca_ptrmap_find(const cca_ptrmap_t *m, uintptr_t key)
+{
+    for (size_t i = _cca_ptrmap_home(key, m->mask); m->slots[i].key; i = (i + 1) & m->mask)
+        if (m->slots[i].key == key) return &m->slots[i];
+    return NULL;
+}
+
+static inline cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key)
+{
+    cca_ptrmap_slot_t *s = _cca_ptrmap_find(m, key);
+    return s ? s->block : NULL;
+}
+
+static inline cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key)
+{
+    cca_ptrmap_slot_t *s = _cca_ptrmap_find(m, key);
+    if (!s) return NULL;
+    cca_block_t *b = s->block;
+    _cca_ptrmap_erase(m, s);
+    return b;
+}
+
+/* segmap.c: the allocator-wide address map (read without a lock). */
+bool           _cca_segmap_init(cca_allocator_t *a);
+void           _cca_segmap_fini(cca_allocator_t *a);
+bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size);   /* all locked */
+void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
+
+/* stream.c: stream identity and per-stream state. */
+uint64_t      _cca_stream_key_special(int device, cudaStream_t s);   /* s is cudaStreamPerThread */
+bool          _cca_stream_is_per_thread_key(uint64_t key);
+uint64_t      _cca_current_per_thread_key(int device);
+cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
+void          _cca_stream_free(cca_stream_t *st);
+int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
+void          _cca_streams_reap(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
+void          _cca_stream_retire_locked(cca_allocator_t *a, cca_stream_t *st);
+bool          _cca_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
+void          _cca_registry_remove(cca_allocator_t *a);
+
+/* Per thread, the streams it used last (a few, of any allocators). */
+#define CCA_STREAM_CACHE 4
+typedef struct cca_stream_cache { uint64_t alloc_id, key; cca_stream_t *st; } cca_stream_cache_t;
+/* One thread-local, so that the hot path computes one TLS address. */
+typedef struct cca_thread_streams {
+    cca_stream_cache_t e[CCA_STREAM_CACHE];
+    unsigned next, last;                              /* round robin; the entry remembered last */
+} cca_thread_streams_t;
+extern _Thread_local cca_thread_streams_t _cca_thread_streams;
+
+/* A stream's key: its handle, 0 for the legacy stream, a per-thread id for
+ * cudaStreamPerThread; UINT64_MAX when the runtime gave no id. */
+static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
+{
+    uintptr_t h = (uintptr_t)s;
+    if (h > (uintptr_t)cudaStreamPerThread) return h;
+    return h == (uintptr_t)cudaStreamPerThread ? _cca_stream_key_special(device, s) : 0;
+}
+
+/* a's stream `key`, if this thread used it lately: the one it used last
+ * first (one compare on the hot path), then the others. */
+static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
+{
+    const cca_thread_streams_t *t = &_cca_thread_streams;
+    const cca_stream_cache_t *c = &t->e[t->last];
+    if (__builtin_expect(c->alloc_id == a->id && c->key == key, 1)) return c->st;
+    for (unsigned i = 1; i < CCA_STREAM_CACHE; i++) {
+        c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
+        if (c->alloc_id == a->id && c->key == key) return c->st;
+    }
+    return NULL;
+}
+
+/* events.c: frees that wait for other streams (all locked). */
+void         _cca_process_events(cca_allocator_t *a);
+bool         _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
+size_t       _cca_pending_total(const cca_allocator_t *a);
+void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
+void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
+void         _cca_events_destroy(cca_allocator_t *a);
+void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
+
+#endif /* CCA_STREAMS_H */
