@@ -31,15 +31,15 @@ void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
     _cca_unlock(&a->lock);
 }
 
-static inline bool hooked(cca_allocator_t *a)
+static inline bool alloc_hooked(cca_allocator_t *a)
 {
     return atomic_load_explicit(&a->hooks, memory_order_relaxed) != 0;
 }
 
 /* Releases the all-locked path after a change, running the watch hooks. */
-static void unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
+static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 {
-    bool hooks = hooked(a);
+    bool hooks = alloc_hooked(a);
     if (hooks) _cca_acct_changed(a);
     _cca_unlock_all(a, trigger);
     if (hooks) a->acct.ops->after_change(a);
@@ -49,14 +49,14 @@ static void unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 
 /* Host memory ran out (metadata): an out-of-memory too, but not the
  * device's; counted, no device report. */
-static cca_status_t fail_host(cca_allocator_t *a, const char *what)
+static cca_status_t alloc_fail_host(cca_allocator_t *a, const char *what)
 {
     a->stats.num_ooms++;
     return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
 }
 
 /* Out of memory: count it, report it, leave everything else as it was. */
-static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
+static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
     a->stats.num_ooms++;
     if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
@@ -69,33 +69,33 @@ static cca_status_t fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
     return s;
 }
 
-static inline void note_search(cca_allocator_t *a, int pool)
+static inline void alloc_note_search(cca_allocator_t *a, int pool)
 {
     if (a->gc_enabled && pool == CCA_POOL_LARGE)
         atomic_fetch_add_explicit(&a->gc_searches, 1, memory_order_relaxed);
 }
 
-static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
+static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
                                       cudaStream_t stream, cca_stream_t **served)
 {
     cca_oom_ctx_t ctx = { .requested = size, .stream = stream, .pool = CCA_POOL_LARGE };
     if (size > CCA_MAX_REQUEST) {
         ctx.rounded = ctx.alloc_size = size;
-        return fail_oom(a, &ctx);
+        return alloc_fail_oom(a, &ctx);
     }
     _cca_process_events(a);
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
-    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return fail_host(a, "cca_malloc");
+    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc");
     size_t rounded = _cca_round_size(&a->cfg, size);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
-    note_search(a, pool);
+    alloc_note_search(a, pool);
     cca_block_t *b = _cca_find_free(a, st, pool, rounded);
     if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
         cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
-        if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? fail_host(a, "cca_malloc") : fail_oom(a, &ctx);
+        if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? alloc_fail_host(a, "cca_malloc") : alloc_fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
     cca_delta_t d;
@@ -108,7 +108,7 @@ static cca_status_t malloc_all_locked(cca_allocator_t *a, void **ptr, size_t siz
 }
 
 /* The hot path, under st's lock: false sends the caller all locked. */
-static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr, size_t size)
+static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr, size_t size)
 {
     size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
@@ -116,7 +116,7 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     _cca_vacate_parked(a, st, CCA_POOL_SMALL + CCA_POOL_LARGE - pool);   /* a take checks all-pools figures */
     cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
-        note_search(a, pool);
+        alloc_note_search(a, pool);
         *ptr = (void *)b->addr;
         return true;
     }
@@ -127,7 +127,7 @@ static inline bool malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
     cca_delta_t d;
     _cca_take_delta(&d, a, b, rounded, size);
     if (!_cca_ctr_apply(a, st, pool, &d)) return false;
-    note_search(a, pool);
+    alloc_note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);
     *ptr = (void *)b->addr;
@@ -149,16 +149,16 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
         /* read under the stream lock: a watch set by the all-locked path
          * either saw this call finish or is seen by it; the stream's
          * completed events are handled first, as PyTorch does per malloc */
-        bool done = st->key == key && !hooked(a) &&   /* a record retired meanwhile has another key */
+        bool done = st->key == key && !alloc_hooked(a) &&   /* a record retired meanwhile has another key */
                     (!st->events.n_pending || _cca_process_stream_events(a, st)) &&
-                    malloc_fast(a, st, ptr, size);
+                    alloc_malloc_fast(a, st, ptr, size);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
     _cca_lock_all(a);
     cca_stream_t *served = NULL;
-    cca_status_t s = malloc_all_locked(a, ptr, size, key, stream, &served);
-    unlock_all_changed(a, served);
+    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served);
+    alloc_unlock_all_changed(a, served);
     if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0)) a->acct.ops->after_oom(a);
     return s;
 }
@@ -167,7 +167,7 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
 
 /* Takes block b (found in st's map, all locked) back from the caller: free,
  * or pending while streams it was used on may still use it. */
-static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
 {
     int pool = b->seg->pool;
     _cca_ptrmap_take(&st->live, b->addr);
@@ -187,7 +187,7 @@ static void release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b
 
 /* The live block at ptr in st's own map (st locked), or NULL; counted.
  * *slot (if not NULL) gets its map slot. */
-static cca_block_t *live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t **slot)
+static cca_block_t *alloc_live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t **slot)
 {
     cca_ptrmap_slot_t *s = st->live.slots ? _cca_ptrmap_find(&st->live, (uintptr_t)ptr) : NULL;
     if (!s || s->block->state != CCA_BLOCK_ALLOCATED) return NULL;
@@ -202,13 +202,13 @@ static cca_block_t *live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t **slo
  * scan: the map may name a segment released meanwhile (records are
  * recycled, never freed), so the answer is the stream's own map, read
  * under its lock. */
-static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out, cca_ptrmap_slot_t **slot)
+static cca_stream_t *alloc_lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out, cca_ptrmap_slot_t **slot)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
     cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
     if (!st) return NULL;
     _cca_lock(&st->lock);
-    if (!(*out = live_in(st, ptr, slot))) {
+    if (!(*out = alloc_live_in(st, ptr, slot))) {
         _cca_unlock(&st->lock);
         return NULL;
     }
@@ -216,10 +216,10 @@ static cca_stream_t *lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out
 }
 
 /* The live block at ptr (all locked), or NULL. */
-static cca_block_t *find_live(cca_allocator_t *a, void *ptr)
+static cca_block_t *alloc_find_live(cca_allocator_t *a, void *ptr)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
-    return seg && seg->stream ? live_in(seg->stream, ptr, NULL) : NULL;
+    return seg && seg->stream ? alloc_live_in(seg->stream, ptr, NULL) : NULL;
 }
 
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
@@ -228,12 +228,12 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     if (!ptr) return CCA_OK;
     cca_block_t *b = NULL;
     cca_ptrmap_slot_t *slot = NULL;
-    cca_stream_t *st = lock_owner(a, ptr, &b, &slot);
+    cca_stream_t *st = alloc_lock_owner(a, ptr, &b, &slot);
     if (st) {
         /* watched (every change all locked), used on other streams (events
          * to record) or retired (its segment may go back): all locked */
         bool done = false;
-        if (!hooked(a) && b->n_uses == 0 && !st->dead) {
+        if (!alloc_hooked(a) && b->n_uses == 0 && !st->dead) {
             int pool = b->seg->pool;
             if (st->parked[pool]) {                   /* its neighbours as they really are */
                 _cca_flush_parked(a, st, pool);
@@ -254,23 +254,23 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         if (done) return CCA_OK;
     }
     _cca_lock_all(a);
-    b = find_live(a, ptr);
+    b = alloc_find_live(a, ptr);
     if (!b) {
         _cca_unlock_all(a, NULL);
         return _cca_fail(CCA_ERROR_INVALID_POINTER,
                          "cca_free: %p was not returned by this allocator, is inside a block, or was freed already", ptr);
     }
     st = b->seg->stream;
-    release_to_pool(a, st, b);
+    alloc_release_to_pool(a, st, b);
     if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
-    unlock_all_changed(a, st->dead ? NULL : st);
+    alloc_unlock_all_changed(a, st->dead ? NULL : st);
     return CCA_OK;
 }
 
 /* ---- the rest of the API ----------------------------------------------- */
 
 /* Adds stream `key` to b's uses (b's stream locked); false if host memory ran out. */
-static bool add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
+static bool alloc_add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
 {
     if (key == b->seg->stream->key) return true;          /* its own stream is no extra use */
     for (int i = 0; i < b->n_uses; i++)
@@ -294,17 +294,17 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     if (key == UINT64_MAX)
         return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
     cca_block_t *b = NULL;
-    cca_stream_t *st = ptr ? lock_owner(a, ptr, &b, NULL) : NULL;
+    cca_stream_t *st = ptr ? alloc_lock_owner(a, ptr, &b, NULL) : NULL;
     if (st) {
-        bool done = add_use(b, stream, key);
+        bool done = alloc_add_use(b, stream, key);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
     _cca_lock_all(a);
-    b = ptr ? find_live(a, ptr) : NULL;
+    b = ptr ? alloc_find_live(a, ptr) : NULL;
     cca_status_t s = !b ? _cca_fail(CCA_ERROR_INVALID_POINTER,
                                     "cca_record_stream: %p is not a live allocation of this allocator", ptr)
-                   : add_use(b, stream, key) ? CCA_OK : fail_host(a, "cca_record_stream");
+                   : alloc_add_use(b, stream, key) ? CCA_OK : alloc_fail_host(a, "cca_record_stream");
     _cca_unlock_all(a, NULL);
     return s;
 }
@@ -324,7 +324,7 @@ cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream)
             _cca_streams_reap(a);
             break;
         }
-    unlock_all_changed(a, NULL);
+    alloc_unlock_all_changed(a, NULL);
     return CCA_OK;
 }
 
@@ -333,7 +333,7 @@ cca_status_t cca_empty_cache(cca_allocator_t *a)
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_empty_cache: allocator is NULL");
     _cca_lock_all(a);
     _cca_release_cached(a);
-    unlock_all_changed(a, NULL);
+    alloc_unlock_all_changed(a, NULL);
     return CCA_OK;
 }
 

@@ -5,7 +5,7 @@
  * non-empty class: O(1) bitmap work plus a search in one small tree. */
 #include "internal.h"
 
-static inline unsigned bin_of(size_t size)
+static inline unsigned bins_bin_of(size_t size)
 {
     uint64_t units = (uint64_t)size >> 9;            /* sizes are multiples of 512 B */
     if (units < CCA_BIN_EXACT) return (unsigned)units;
@@ -15,13 +15,13 @@ static inline unsigned bin_of(size_t size)
     return bin < CCA_BIN_COUNT ? bin : CCA_BIN_COUNT - 1;
 }
 
-static inline void mark(cca_bins_t *bs, unsigned bin)
+static inline void bins_mark(cca_bins_t *bs, unsigned bin)
 {
     bs->words[bin / 64] |= 1ull << (bin % 64);
     bs->summary |= 1ull << (bin / 64);
 }
 
-static inline void unmark_if_empty(cca_bins_t *bs, unsigned bin)
+static inline void bins_unmark_if_empty(cca_bins_t *bs, unsigned bin)
 {
     if (bs->root[bin]) return;
     bs->words[bin / 64] &= ~(1ull << (bin % 64));
@@ -29,7 +29,7 @@ static inline void unmark_if_empty(cca_bins_t *bs, unsigned bin)
 }
 
 /* The first non-empty bin at or above `bin`, or CCA_BIN_COUNT. */
-static unsigned next_bin(const cca_bins_t *bs, unsigned bin)
+static unsigned bins_next_bin(const cca_bins_t *bs, unsigned bin)
 {
     if (bin >= CCA_BIN_COUNT) return CCA_BIN_COUNT;
     unsigned w = bin / 64;
@@ -43,23 +43,23 @@ static unsigned next_bin(const cca_bins_t *bs, unsigned bin)
 
 void _cca_bins_insert(cca_bins_t *bs, cca_block_t *b)
 {
-    unsigned bin = bin_of(b->size);
+    unsigned bin = bins_bin_of(b->size);
     _cca_tree_insert(&bs->root[bin], b);
-    mark(bs, bin);
+    bins_mark(bs, bin);
     bs->count++;
 }
 
 void _cca_bins_remove(cca_bins_t *bs, cca_block_t *b)
 {
-    unsigned bin = bin_of(b->size);
+    unsigned bin = bins_bin_of(b->size);
     _cca_tree_remove(&bs->root[bin], b);
-    unmark_if_empty(bs, bin);
+    bins_unmark_if_empty(bs, bin);
     bs->count--;
 }
 
 void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, uintptr_t new_addr, size_t new_size)
 {
-    unsigned from = bin_of(old->size), to = bin_of(new_size);
+    unsigned from = bins_bin_of(old->size), to = bins_bin_of(new_size);
     if (from == to) {
         _cca_tree_rekey(&bs->root[from], old, nu, new_addr, new_size);
         return;
@@ -72,23 +72,23 @@ void _cca_bins_rekey(cca_bins_t *bs, cca_block_t *old, cca_block_t *nu, uintptr_
     } else {
         _cca_tree_remove(&bs->root[from], old);
     }
-    unmark_if_empty(bs, from);
+    bins_unmark_if_empty(bs, from);
     nu->addr = new_addr;
     nu->size = new_size;
     if (bs->root[to]) _cca_tree_insert(&bs->root[to], nu);
     else bs->root[to] = nu;
-    mark(bs, to);
+    bins_mark(bs, to);
 }
 
 cca_block_t *_cca_bins_best_fit(const cca_bins_t *bs, size_t size)
 {
-    unsigned bin = bin_of(size);
+    unsigned bin = bins_bin_of(size);
     if (bs->root[bin]) {
         cca_block_t *b = _cca_tree_lower_bound(bs->root[bin], size);
         if (b) return b;
         bin++;
     }
-    bin = next_bin(bs, bin);
+    bin = bins_next_bin(bs, bin);
     if (bin == CCA_BIN_COUNT) return NULL;
     cca_block_t *t = bs->root[bin];
     while (t->left) t = t->left;
@@ -105,7 +105,7 @@ cca_block_t *_cca_bins_largest(const cca_bins_t *bs)
 
 bool _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b)
 {
-    const cca_block_t *t = bs->root[bin_of(b->size)];
+    const cca_block_t *t = bs->root[bins_bin_of(b->size)];
     while (t && t != b)
         t = (b->size < t->size || (b->size == t->size && b->addr < t->addr)) ? t->left : t->right;
     return t == b;
@@ -113,21 +113,21 @@ bool _cca_bins_contains(const cca_bins_t *bs, const cca_block_t *b)
 
 void _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *arg)
 {
-    for (unsigned bin = next_bin(bs, 0); bin < CCA_BIN_COUNT; bin = next_bin(bs, bin + 1))
+    for (unsigned bin = bins_next_bin(bs, 0); bin < CCA_BIN_COUNT; bin = bins_next_bin(bs, bin + 1))
         _cca_tree_visit(bs->root[bin], fn, arg);
 }
 
 /* The free block right after b in (size, addr) order, or NULL. */
 cca_block_t *_cca_bins_next(const cca_bins_t *bs, const cca_block_t *b)
 {
-    unsigned bin = bin_of(b->size);
+    unsigned bin = bins_bin_of(b->size);
     cca_block_t *t = bs->root[bin], *best = NULL;
     while (t) {
         if (b->size < t->size || (b->size == t->size && b->addr < t->addr)) { best = t; t = t->left; }
         else t = t->right;
     }
     if (best) return best;
-    bin = next_bin(bs, bin + 1);
+    bin = bins_next_bin(bs, bin + 1);
     if (bin == CCA_BIN_COUNT) return NULL;
     for (t = bs->root[bin]; t->left; t = t->left) {}
     return t;

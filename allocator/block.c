@@ -40,7 +40,7 @@ void _cca_block_recycle(cca_stream_t *st, cca_block_t *b)
     st->spare = b;
 }
 
-static inline cca_bins_t *bins_of(cca_block_t *b) { return b->seg->stream->free[b->seg->pool]; }
+static inline cca_bins_t *block_bins_of(cca_block_t *b) { return b->seg->stream->free[b->seg->pool]; }
 
 /* Inserts a free block into its bins, merged with its free neighbours. */
 void _cca_insert_free(cca_block_t *b)
@@ -51,10 +51,10 @@ void _cca_insert_free(cca_block_t *b)
     b->state = CCA_BLOCK_FREE;
     b->requested = 0;
     if (pf && nf) {                       /* p absorbs b and n */
-        _cca_bins_remove(bins_of(n), n);
+        _cca_bins_remove(block_bins_of(n), n);
         p->next = n->next;
         if (n->next) n->next->prev = p;
-        _cca_bins_rekey(bins_of(p), p, p, p->addr, p->size + b->size + n->size);
+        _cca_bins_rekey(block_bins_of(p), p, p, p->addr, p->size + b->size + n->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         _cca_block_recycle(st, n);
@@ -62,17 +62,17 @@ void _cca_insert_free(cca_block_t *b)
     } else if (pf) {                      /* p absorbs b */
         p->next = n;
         if (n) n->prev = p;
-        _cca_bins_rekey(bins_of(p), p, p, p->addr, p->size + b->size);
+        _cca_bins_rekey(block_bins_of(p), p, p, p->addr, p->size + b->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
         b = p;
     } else if (nf) {                      /* b absorbs n and takes its place */
         b->next = n->next;
         if (n->next) n->next->prev = b;
-        _cca_bins_rekey(bins_of(n), n, b, b->addr, b->size + n->size);
+        _cca_bins_rekey(block_bins_of(n), n, b, b->addr, b->size + n->size);
         _cca_block_recycle(st, n);
     } else {
-        _cca_bins_insert(bins_of(b), b);
+        _cca_bins_insert(block_bins_of(b), b);
     }
 }
 
@@ -105,12 +105,12 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
         r->next = b->next;
         r->state = CCA_BLOCK_FREE;
         r->gc_base = _cca_gc_now(a);
-        _cca_bins_rekey(bins_of(b), b, r, r->addr, b->size - size);   /* r takes b's place */
+        _cca_bins_rekey(block_bins_of(b), b, r, r->addr, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
     } else {
-        _cca_bins_remove(bins_of(b), b);
+        _cca_bins_remove(block_bins_of(b), b);
     }
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;

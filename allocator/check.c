@@ -16,7 +16,7 @@ typedef struct walk {
     size_t free_blocks, tree_blocks, live_blocks, pending_events;
 } walk_t;
 
-static void add(tally_t *t, int pool, int64_t d)
+static void check_add(tally_t *t, int pool, int64_t d)
 {
     t->v[CCA_POOL_ALL] += d;
     t->v[pool] += d;
@@ -36,18 +36,18 @@ static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_
         CHECK(_cca_bins_contains(s->stream->free[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
         CHECK(b->requested == 0, "free block %#lx has requested bytes", (unsigned long)b->addr);
         w->free_blocks++;
-        if (_cca_block_is_split(b)) { add(&w->inactive_split, ps, 1); add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
+        if (_cca_block_is_split(b)) { check_add(&w->inactive_split, ps, 1); check_add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
         return CCA_OK;
     }
-    add(&w->active, ps, 1);
-    add(&w->active_bytes, ps, (int64_t)b->size);
+    check_add(&w->active, ps, 1);
+    check_add(&w->active_bytes, ps, (int64_t)b->size);
     if (b->state == CCA_BLOCK_ALLOCATED) {
         CHECK(_cca_ptrmap_get(&s->stream->live, b->addr) == b, "allocated block %#lx missing from its stream's address map", (unsigned long)b->addr);
         CHECK(b->requested <= b->size, "block %#lx: requested %zu above its size %zu", (unsigned long)b->addr, b->requested, b->size);
-        add(&w->allocation, ps, 1);
-        add(&w->allocated_bytes, ps, (int64_t)b->size);
-        add(&w->requested_bytes, ps, (int64_t)b->requested);
-        add(&w->oversize_allocations, ps, _cca_oversize(a, b->size));
+        check_add(&w->allocation, ps, 1);
+        check_add(&w->allocated_bytes, ps, (int64_t)b->size);
+        check_add(&w->requested_bytes, ps, (int64_t)b->requested);
+        check_add(&w->oversize_allocations, ps, _cca_oversize(a, b->size));
         w->live_blocks++;
     } else {
         CHECK(b->state == CCA_BLOCK_PENDING && b->event_count > 0, "block %#lx in state %d with %d events",
@@ -76,12 +76,12 @@ static cca_status_t check_segment(const cca_allocator_t *a, cca_segment_t *s, wa
     }
     CHECK(sum == s->size, "segment %#lx: blocks cover %zu of %zu bytes", (unsigned long)s->addr, sum, s->size);
     int ps = s->pool;
-    add(&w->segment, ps, 1);
-    add(&w->reserved_bytes, ps, (int64_t)s->size);
+    check_add(&w->segment, ps, 1);
+    check_add(&w->reserved_bytes, ps, (int64_t)s->size);
     return CCA_OK;
 }
 
-static void count_tree(cca_block_t *b, void *arg) { (void)b; (*(size_t *)arg)++; }
+static void check_count_tree(cca_block_t *b, void *arg) { (void)b; (*(size_t *)arg)++; }
 
 static cca_status_t check_stat(const char *name, const cca_stat_t *st, const tally_t *t, bool acc)
 {
@@ -123,7 +123,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
     for (cca_stream_t *s = a->streams; s; s = s->next)
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) {
             size_t before = w.tree_blocks;
-            _cca_bins_visit(s->free[p], count_tree, &w.tree_blocks);
+            _cca_bins_visit(s->free[p], check_count_tree, &w.tree_blocks);
             CHECK(w.tree_blocks - before == s->free[p]->count, "free-bin count %zu, %zu blocks in the bins",
                   s->free[p]->count, w.tree_blocks - before);
         }

@@ -16,7 +16,7 @@
 
 #define MB ((size_t)1 << 20)
 
-static void defaults(cca_config_t *cfg)
+static void config_defaults(cca_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->max_split_size = SIZE_MAX;
@@ -26,7 +26,7 @@ void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
 {
     if (!cfg || cfg_size < CCA_V1_CONFIG) return;
     cca_config_t c;
-    defaults(&c);
+    config_defaults(&c);
     _cca_copy_out(cfg, cfg_size, &c, sizeof c);
 }
 
@@ -57,11 +57,11 @@ const cca_config_key_t *cca_config_keys(size_t *count)
 #define MAX_DIVISIONS (1u << 20)
 #define MAX_MB ((unsigned long long)(INT64_MAX / MB))   /* byte counts stay within int64 (the statistics') */
 
-static bool pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
+static bool config_pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
 
 /* The checks of the struct's fields, shared by both paths: NULL when the
  * value is good, else what is wrong (naming the key). */
-static const char *check_field(const cca_config_t *c, int k)
+static const char *config_check_field(const cca_config_t *c, int k)
 {
     switch (k) {
     case K_max_split_size_mb:
@@ -69,7 +69,7 @@ static const char *check_field(const cca_config_t *c, int k)
              ? "max_split_size_mb (max_split_size) must be above 20 MiB and below 2^63 bytes, or unlimited" : NULL;
     case K_roundup_power2_divisions:
         for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++)
-            if (!pow2_or_zero(c->roundup_power2_divisions[i]) || c->roundup_power2_divisions[i] > MAX_DIVISIONS)
+            if (!config_pow2_or_zero(c->roundup_power2_divisions[i]) || c->roundup_power2_divisions[i] > MAX_DIVISIONS)
                 return "roundup_power2_divisions must each be 0 or a power of 2 up to 1048576";
         return NULL;
     case K_garbage_collection_threshold:
@@ -94,7 +94,7 @@ cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total)
 {
     if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
     for (int k = 0; k < K_COUNT; k++) {
-        const char *why = check_field(c, k);
+        const char *why = config_check_field(c, k);
         if (why) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
     }
     if (device_total && c->memory_fraction > 0.0 && c->memory_fraction * (double)device_total < (double)CCA_SMALL_BUFFER)
@@ -113,7 +113,7 @@ typedef struct parser {
 } parser_t;
 
 /* A token as an error message shows it: at most 40 characters. */
-static const char *shown(const char *tok, char out[64])
+static const char *config_shown(const char *tok, char out[64])
 {
     size_t n = strlen(tok);
     if (n <= 40) return tok;
@@ -121,8 +121,8 @@ static const char *shown(const char *tok, char out[64])
     return out;
 }
 
-static cca_status_t bad(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cca_status_t bad(parser_t *ps, const char *fmt, ...)
+static cca_status_t config_bad(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cca_status_t config_bad(parser_t *ps, const char *fmt, ...)
 {
     char text[512];
     va_list ap;
@@ -133,7 +133,7 @@ static cca_status_t bad(parser_t *ps, const char *fmt, ...)
     return _cca_fail(CCA_ERROR_INVALID_CONFIG, "%s", text);
 }
 
-static char *trim(char *s)
+static char *config_trim(char *s)
 {
     while (isspace((unsigned char)*s)) s++;
     size_t n = strlen(s);
@@ -142,7 +142,7 @@ static char *trim(char *s)
 }
 
 /* Digits only (leading zeros are fine), no overflow. */
-static bool parse_u64(const char *s, unsigned long long *out)
+static bool config_parse_u64(const char *s, unsigned long long *out)
 {
     if (!*s) return false;
     unsigned long long v = 0;
@@ -158,7 +158,7 @@ static bool parse_u64(const char *s, unsigned long long *out)
 
 /* A decimal number ("0.5", "1e-3"), read the same whatever the program's
  * locale; hex floats, inf and nan are refused. */
-static bool parse_double(const char *s, double *out)
+static bool config_parse_double(const char *s, double *out)
 {
     static locale_t c_locale;
     if (!*s || strpbrk(s, "xXpP")) return false;
@@ -169,14 +169,14 @@ static bool parse_double(const char *s, double *out)
     return errno == 0 && *end == 0 && isfinite(*out);
 }
 
-static bool parse_bool(const char *s, int *out)
+static bool config_parse_bool(const char *s, int *out)
 {
     if (!strcasecmp(s, "true") || !strcmp(s, "1")) { *out = 1; return true; }
     if (!strcasecmp(s, "false") || !strcmp(s, "0")) { *out = 0; return true; }
     return false;
 }
 
-static int interval_of_mb(unsigned long long mb)
+static int config_interval_of_mb(unsigned long long mb)
 {
     int idx = 0;
     while (idx < CCA_ROUNDUP_INTERVALS - 1 && (1ull << (idx + 1)) <= mb) idx++;
@@ -185,36 +185,36 @@ static int interval_of_mb(unsigned long long mb)
 
 /* "256:1,512:2,>:4" (the list without its brackets): MB (a power of 2,
  * increasing, each once) or ">" (once, last) for the rest. */
-static cca_status_t parse_division_list(parser_t *ps, char *list, cca_config_t *c)
+static cca_status_t config_parse_division_list(parser_t *ps, char *list, cca_config_t *c)
 {
     char sh[64];
     int next = 0;                   /* first interval not yet given a value */
     bool any = false, rest = false;
-    if (!*trim(list)) return bad(ps, "roundup_power2_divisions: the list [] is empty");
+    if (!*config_trim(list)) return config_bad(ps, "roundup_power2_divisions: the list [] is empty");
     for (char *item = list, *end; item; item = end) {
         end = strchr(item, ',');
         if (end) *end++ = 0;
         char *colon = strchr(item, ':');
-        if (!colon) return bad(ps, "roundup_power2_divisions: expected 'MB:divisions' in the list, got '%s'", shown(trim(item), sh));
+        if (!colon) return config_bad(ps, "roundup_power2_divisions: expected 'MB:divisions' in the list, got '%s'", config_shown(config_trim(item), sh));
         *colon = 0;
-        char *k = trim(item), *v = trim(colon + 1);
+        char *k = config_trim(item), *v = config_trim(colon + 1);
         unsigned long long mb = 0, div;
-        if (!parse_u64(v, &div) || !pow2_or_zero(div) || div > MAX_DIVISIONS)
-            return bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2 up to 1048576", shown(v, sh));
-        if (rest) return bad(ps, "roundup_power2_divisions: '%s' after '>', which must come last and once", shown(k, sh));
+        if (!config_parse_u64(v, &div) || !config_pow2_or_zero(div) || div > MAX_DIVISIONS)
+            return config_bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2 up to 1048576", config_shown(v, sh));
+        if (rest) return config_bad(ps, "roundup_power2_divisions: '%s' after '>', which must come last and once", config_shown(k, sh));
         if (strcmp(k, ">") == 0) {
             for (int i = next; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)div;
             next = CCA_ROUNDUP_INTERVALS;
             rest = true;
         } else {
-            if (!parse_u64(k, &mb) || mb == 0 || !pow2_or_zero(mb))
-                return bad(ps, "roundup_power2_divisions: interval '%s' must be a power of 2 (MB) or '>'", shown(k, sh));
+            if (!config_parse_u64(k, &mb) || mb == 0 || !config_pow2_or_zero(mb))
+                return config_bad(ps, "roundup_power2_divisions: interval '%s' must be a power of 2 (MB) or '>'", config_shown(k, sh));
             if (mb > (1ull << (CCA_ROUNDUP_INTERVALS - 1)))
-                return bad(ps, "roundup_power2_divisions: interval '%s' MB is past the last one (%llu MB and up): use '>'",
-                           shown(k, sh), 1ull << (CCA_ROUNDUP_INTERVALS - 1));
-            int idx = interval_of_mb(mb);
+                return config_bad(ps, "roundup_power2_divisions: interval '%s' MB is past the last one (%llu MB and up): use '>'",
+                           config_shown(k, sh), 1ull << (CCA_ROUNDUP_INTERVALS - 1));
+            int idx = config_interval_of_mb(mb);
             if (any && idx < next)
-                return bad(ps, "roundup_power2_divisions: interval '%s' is repeated or not in increasing order", shown(k, sh));
+                return config_bad(ps, "roundup_power2_divisions: interval '%s' is repeated or not in increasing order", config_shown(k, sh));
             for (int i = any ? next : 0; i <= idx; i++) c->roundup_power2_divisions[i] = (unsigned)div;
             next = idx + 1;
         }
@@ -224,68 +224,68 @@ static cca_status_t parse_division_list(parser_t *ps, char *list, cca_config_t *
 }
 
 /* Whether preset `name` sets key k. */
-static bool preset_sets(const char *name, int k)
+static bool config_preset_sets(const char *name, int k)
 {
     if (!strcmp(name, "pytorch")) return k != K_preset;
     return k == K_release_before_grow || k == K_max_split_size_mb || k == K_segment_growth_percent;
 }
 
-static cca_status_t apply(parser_t *ps, int k, char *v, cca_config_t *c)
+static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
 {
     char sh[64];
     unsigned long long u;
     double d;
     switch (k) {
     case K_max_split_size_mb:
-        if (!parse_u64(v, &u) || u <= CCA_LARGE_BUFFER / MB || u > MAX_MB)
-            return bad(ps, "max_split_size_mb: '%s' must be an integer above 20 (MiB)", shown(v, sh));
+        if (!config_parse_u64(v, &u) || u <= CCA_LARGE_BUFFER / MB || u > MAX_MB)
+            return config_bad(ps, "max_split_size_mb: '%s' must be an integer above 20 (MiB)", config_shown(v, sh));
         c->max_split_size = (size_t)u * MB;
         break;
     case K_roundup_power2_divisions:
         if (*v == '[') {
             size_t n = strlen(v);
-            if (v[n - 1] != ']') return bad(ps, "roundup_power2_divisions: missing ']' in '%s'", shown(v, sh));
+            if (v[n - 1] != ']') return config_bad(ps, "roundup_power2_divisions: missing ']' in '%s'", config_shown(v, sh));
             v[n - 1] = 0;
-            return parse_division_list(ps, v + 1, c);
+            return config_parse_division_list(ps, v + 1, c);
         }
-        if (!parse_u64(v, &u) || !pow2_or_zero(u) || u > MAX_DIVISIONS)
-            return bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
-                       shown(v, sh));
+        if (!config_parse_u64(v, &u) || !config_pow2_or_zero(u) || u > MAX_DIVISIONS)
+            return config_bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
+                       config_shown(v, sh));
         for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)u;
         break;
     case K_garbage_collection_threshold:
-        if (!parse_double(v, &d) || d <= 0.0 || d >= 1.0)
-            return bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)", shown(v, sh));
+        if (!config_parse_double(v, &d) || d <= 0.0 || d >= 1.0)
+            return config_bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)", config_shown(v, sh));
         c->garbage_collection_threshold = d;
         break;
     case K_memory_fraction:
-        if (!parse_double(v, &d) || d < MIN_FRACTION || d > 1.0)
-            return bad(ps, "memory_fraction: '%s' must be a number in [2^-40, 1]", shown(v, sh));
+        if (!config_parse_double(v, &d) || d < MIN_FRACTION || d > 1.0)
+            return config_bad(ps, "memory_fraction: '%s' must be a number in [2^-40, 1]", config_shown(v, sh));
         c->memory_fraction = d;
         break;
     case K_memory_limit_mb:
-        if (!parse_u64(v, &u) || u < CCA_SMALL_BUFFER / MB || u > MAX_MB)
-            return bad(ps, "memory_limit_mb: '%s' must be an integer of at least 2 (MiB)", shown(v, sh));
+        if (!config_parse_u64(v, &u) || u < CCA_SMALL_BUFFER / MB || u > MAX_MB)
+            return config_bad(ps, "memory_limit_mb: '%s' must be an integer of at least 2 (MiB)", config_shown(v, sh));
         c->memory_limit = (size_t)u * MB;
         break;
     case K_release_before_grow:
-        if (!parse_bool(v, &c->release_before_grow))
-            return bad(ps, "release_before_grow: '%s' must be True or False", shown(v, sh));
+        if (!config_parse_bool(v, &c->release_before_grow))
+            return config_bad(ps, "release_before_grow: '%s' must be True or False", config_shown(v, sh));
         break;
     case K_segment_growth_percent:
-        if (!parse_u64(v, &u) || u > 1000)
-            return bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000", shown(v, sh));
+        if (!config_parse_u64(v, &u) || u > 1000)
+            return config_bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000", config_shown(v, sh));
         c->segment_growth_percent = (size_t)u;
         break;
     case K_preset:
         if (strcmp(v, "pytorch") && strcmp(v, "lean"))
-            return bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)", shown(v, sh));
+            return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)", config_shown(v, sh));
         for (int j = 0; j < K_COUNT; j++)
-            if (ps->given[j] && preset_sets(v, j))
-                return bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
+            if (ps->given[j] && config_preset_sets(v, j))
+                return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
         if (!strcmp(v, "pytorch")) {
             int device = c->device;
-            defaults(c);
+            config_defaults(c);
             c->device = device;
         } else {
             c->release_before_grow = 1;
@@ -297,7 +297,7 @@ static cca_status_t apply(parser_t *ps, int k, char *v, cca_config_t *c)
     return CCA_OK;
 }
 
-static int key_index(const char *name)
+static int config_key_index(const char *name)
 {
     for (int k = 0; k < K_COUNT; k++)
         if (!strcmp(keys[k].name, name)) return k;
@@ -305,7 +305,7 @@ static int key_index(const char *name)
 }
 
 /* The next entry of *at: "key:value" up to a ',' outside brackets. */
-static char *next_entry(char **at)
+static char *config_next_entry(char **at)
 {
     char *s = *at, *p = s;
     int depth = 0;
@@ -319,26 +319,26 @@ static char *next_entry(char **at)
     return s;
 }
 
-static cca_status_t parse_all(parser_t *ps, char *text, cca_config_t *c)
+static cca_status_t config_parse_all(parser_t *ps, char *text, cca_config_t *c)
 {
     char sh[64], accepted[300] = "";
     for (int k = 0; k < K_COUNT; k++)
         snprintf(accepted + strlen(accepted), sizeof accepted - strlen(accepted), "%s%s", k ? ", " : "", keys[k].name);
     for (char *at = text; *at;) {
-        char *entry = next_entry(&at), *colon = strchr(entry, ':');
+        char *entry = config_next_entry(&at), *colon = strchr(entry, ':');
         if (colon) *colon = 0;
-        char *key = trim(entry);
+        char *key = config_trim(entry);
         if (!*key && !colon) continue;                /* "a:1,,b:2" and a trailing comma */
-        if (!*key) return bad(ps, "an entry has no key (':%s'); accepted keys: %s", shown(trim(colon + 1), sh), accepted);
-        int k = key_index(key);
-        if (k < 0) return bad(ps, "unknown key '%s'; accepted keys: %s", shown(key, sh), accepted);
-        if (!colon) return bad(ps, "'%s' has no value (expected key:value)", key);
-        char *v = trim(colon + 1);
-        if (!*v) return bad(ps, "%s: the value is empty", key);
-        if (ps->given[k]) return bad(ps, "%s is given twice", key);
+        if (!*key) return config_bad(ps, "an entry has no key (':%s'); accepted keys: %s", config_shown(config_trim(colon + 1), sh), accepted);
+        int k = config_key_index(key);
+        if (k < 0) return config_bad(ps, "unknown key '%s'; accepted keys: %s", config_shown(key, sh), accepted);
+        if (!colon) return config_bad(ps, "'%s' has no value (expected key:value)", key);
+        char *v = config_trim(colon + 1);
+        if (!*v) return config_bad(ps, "%s: the value is empty", key);
+        if (ps->given[k]) return config_bad(ps, "%s is given twice", key);
         if (k != K_roundup_power2_divisions && (strchr(v, '[') || strchr(v, ']')))
-            return bad(ps, "%s: '%s' is not a value of this key", key, shown(v, sh));
-        cca_status_t st = apply(ps, k, v, c);
+            return config_bad(ps, "%s: '%s' is not a value of this key", key, config_shown(v, sh));
+        cca_status_t st = config_apply(ps, k, v, c);
         if (st != CCA_OK) return st;
         ps->given[k] = true;
     }
@@ -350,7 +350,7 @@ cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, 
     return cca_config_parse_sized(cfg, CCA_V1_CONFIG, conf, err, err_len);
 }
 
-static cca_status_t parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
+static cca_status_t config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
 
 cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err, size_t err_len)
 {
@@ -359,34 +359,34 @@ cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const ch
     if (cfg_size < CCA_V1_CONFIG)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: a config of %zu bytes is no cca_config_t", cfg_size);
     cca_config_t c;
-    defaults(&c);
+    config_defaults(&c);
     memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);
-    cca_status_t s = parse(&c, conf, err, err_len);
+    cca_status_t s = config_parse(&c, conf, err, err_len);
     if (s == CCA_OK) memcpy(cfg, &c, cfg_size < sizeof c ? cfg_size : sizeof c);   /* the caller's unknown tail stays */
     return s;
 }
 
-static cca_status_t parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
+static cca_status_t config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
 {
     if (!conf) return CCA_OK;
     parser_t ps = { .err = err, .err_len = err_len };
     char *text = strdup(conf);
     if (!text) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_config_parse: out of host memory");
     cca_config_t c = *cfg;
-    cca_status_t s = parse_all(&ps, text, &c);
+    cca_status_t s = config_parse_all(&ps, text, &c);
     free(text);
     if (s == CCA_OK) *cfg = c;
     return s;
 }
 
-static int roundup_interval(size_t size)
+static int config_roundup_interval(size_t size)
 {
     int log = 63 - __builtin_clzll((unsigned long long)size);
     int idx = log > 20 ? log - 20 : 0;
     return idx < CCA_ROUNDUP_INTERVALS ? idx : CCA_ROUNDUP_INTERVALS - 1;
 }
 
-static size_t next_division(size_t size, unsigned divisions)
+static size_t config_next_division(size_t size, unsigned divisions)
 {
     if ((size & (size - 1)) == 0) return size;
     size_t floor2 = (size_t)1 << (63 - __builtin_clzll((unsigned long long)size));
@@ -400,7 +400,7 @@ static size_t next_division(size_t size, unsigned divisions)
 size_t _cca_round_size(const cca_config_t *cfg, size_t size)
 {
     if (size < CCA_MIN_BLOCK) return CCA_MIN_BLOCK;
-    unsigned div = cfg->roundup_power2_divisions[roundup_interval(size)];
-    if (div > 1 && size > CCA_MIN_BLOCK * div) return next_division(size, div);
+    unsigned div = cfg->roundup_power2_divisions[config_roundup_interval(size)];
+    if (div > 1 && size > CCA_MIN_BLOCK * div) return config_next_division(size, div);
     return CCA_MIN_BLOCK * ((size + CCA_MIN_BLOCK - 1) / CCA_MIN_BLOCK);
 }

@@ -41,7 +41,7 @@ cca_stat_t *_cca_shard_stat(cca_allocator_t *a, int k)
 }
 
 /* Adds x to every room and increase total that d changes, once per figure. */
-static inline void ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *d, int64_t sign)
+static inline void counters_ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *d, int64_t sign)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
         int64_t x = sign * d->v[k];
@@ -55,7 +55,7 @@ static inline void ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *d, int64_
  * lease applies; the leases are dealt anew on unlocking. */
 void _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
-    ctr_add(&st->ctr, pool, d, 1);
+    counters_ctr_add(&st->ctr, pool, d, 1);
     for (int k = 0; k < CCA_NSHARD; k++) {
         if (d->v[k]) _cca_stat_add(_cca_shard_stat(a, k), pool, d->v[k]);
     }
@@ -132,20 +132,20 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
 }
 
 /* Sets stream c's lease of figure k in pool p; its room follows. */
-static inline void set_lease(cca_ctrs_t *c, int p, int k, int64_t lease)
+static inline void counters_set_lease(cca_ctrs_t *c, int p, int k, int64_t lease)
 {
     c->room[p][k] += lease - c->lease[p][k];
     c->lease[p][k] = lease;
 }
 
-static inline int64_t high_of(const cca_ctrs_t *c, int p, int k)
+static inline int64_t counters_high_of(const cca_ctrs_t *c, int p, int k)
 {
     return p == CCA_POOL_ALL ? c->high[CCA_POOL_SMALL][k] + c->high[CCA_POOL_LARGE][k] : c->high[p][k];
 }
 
-static inline int64_t demand_of(const cca_ctrs_t *c, int p, int k)
+static inline int64_t counters_demand_of(const cca_ctrs_t *c, int p, int k)
 {
-    int64_t want = high_of(c, p, k) - _cca_ctr_cur(c, p, k);
+    int64_t want = counters_high_of(c, p, k) - _cca_ctr_cur(c, p, k);
     return want > 0 ? want : 0;
 }
 
@@ -165,8 +165,8 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
             for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
                 if (_cca_ctr_cur(c, q, k) > c->high[q][k]) c->high[q][k] = _cca_ctr_cur(c, q, k);
             for (int p = 0; p < CCA_POOL_COUNT; p++) {
-                set_lease(c, p, k, _cca_ctr_cur(c, p, k));
-                total[p] += demand_of(c, p, k);
+                counters_set_lease(c, p, k, _cca_ctr_cur(c, p, k));
+                total[p] += counters_demand_of(c, p, k);
             }
         }
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
@@ -174,13 +174,13 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
             if (slack <= 0) continue;
             if (total[p] > 0)
                 for (cca_stream_t *st = a->streams; st; st = st->next) {
-                    int64_t give = (int64_t)((double)slack * (double)demand_of(&st->ctr, p, k) / (double)total[p]);
+                    int64_t give = (int64_t)((double)slack * (double)counters_demand_of(&st->ctr, p, k) / (double)total[p]);
                     if (give > slack - dealt) give = slack - dealt;
-                    set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + give);
+                    counters_set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + give);
                     dealt += give;
                 }
             cca_stream_t *rest = trigger ? trigger : a->streams;
-            if (rest) set_lease(&rest->ctr, p, k, rest->ctr.lease[p][k] + slack - dealt);
+            if (rest) counters_set_lease(&rest->ctr, p, k, rest->ctr.lease[p][k] + slack - dealt);
         }
     }
 }
@@ -189,7 +189,7 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
  * streams have spare, without waiting for their locks. Moving lease
  * between streams keeps their sum, so peaks stay exact. False if nothing
  * came. */
-static bool steal(cca_allocator_t *a, cca_stream_t *st)
+static bool counters_steal(cca_allocator_t *a, cca_stream_t *st)
 {
     bool got = false;
     for (cca_stream_t *o = a->streams; o; o = o->next) {
@@ -198,8 +198,8 @@ static bool steal(cca_allocator_t *a, cca_stream_t *st)
             for (int k = 0; k < CCA_NSHARD; k++) {
                 int64_t move = (o->ctr.room[p][k] + 1) / 2;
                 if (move <= 0) continue;
-                set_lease(&o->ctr, p, k, o->ctr.lease[p][k] - move);
-                set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + move);
+                counters_set_lease(&o->ctr, p, k, o->ctr.lease[p][k] - move);
+                counters_set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + move);
                 got = true;
             }
         _cca_unlock(&o->lock);
@@ -208,7 +208,7 @@ static bool steal(cca_allocator_t *a, cca_stream_t *st)
 }
 
 /* With every other stream's lock taken (never waiting): false if one was busy. */
-static bool take_all_others(cca_allocator_t *a, cca_stream_t *st)
+static bool counters_take_all_others(cca_allocator_t *a, cca_stream_t *st)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next) {
         if (o == st || _cca_trylock(&o->lock)) continue;
@@ -219,7 +219,7 @@ static bool take_all_others(cca_allocator_t *a, cca_stream_t *st)
     return true;
 }
 
-static void release_others(cca_allocator_t *a, cca_stream_t *st)
+static void counters_release_others(cca_allocator_t *a, cca_stream_t *st)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next)
         if (o != st) _cca_unlock(&o->lock);
@@ -227,7 +227,7 @@ static void release_others(cca_allocator_t *a, cca_stream_t *st)
 
 /* The others held: raise the peaks d would pass to the sums the change
  * gives, and hand st all the room under them (the others keep none). */
-static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
+static void counters_raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
         if (d->v[k] <= 0) continue;
@@ -240,8 +240,8 @@ static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cc
             for (cca_stream_t *o = a->streams; o; o = o->next) sum += _cca_ctr_cur(&o->ctr, p, k);
             if (sum + d->v[k] > f[p].peak) f[p].peak = sum + d->v[k];
             for (cca_stream_t *o = a->streams; o; o = o->next)
-                if (o != st) set_lease(&o->ctr, p, k, _cca_ctr_cur(&o->ctr, p, k));
-            set_lease(&st->ctr, p, k, _cca_ctr_cur(&st->ctr, p, k) + f[p].peak - sum);
+                if (o != st) counters_set_lease(&o->ctr, p, k, _cca_ctr_cur(&o->ctr, p, k));
+            counters_set_lease(&st->ctr, p, k, _cca_ctr_cur(&st->ctr, p, k) + f[p].peak - sum);
         }
     }
 }
@@ -249,13 +249,13 @@ static void raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool, const cc
 /* A parked block counts as allocated until vacated (park.c): before
  * figures go into a peak, the others held, every stream's are made exact.
  * (A block d itself takes was vacated first.) */
-static void vacate_parked_all(cca_allocator_t *a)
+static void counters_vacate_parked_all(cca_allocator_t *a)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next)
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_vacate_parked(a, o, p);
 }
 
-static inline bool ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
+static inline bool counters_ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
 {
     for (int k = 0; k < CCA_NSHARD; k++)
         if (d->v[k] > 0 && (c->room[CCA_POOL_ALL][k] < d->v[k] || c->room[pool][k] < d->v[k])) return false;
@@ -269,21 +269,21 @@ static inline bool ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
 bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                          const cca_delta_t *d)
 {
-    ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
+    counters_ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
     (void)fall;
-    if (steal(a, st) && ctr_fits(&st->ctr, pool, d)) {
-        ctr_add(&st->ctr, pool, d, 1);
+    if (counters_steal(a, st) && counters_ctr_fits(&st->ctr, pool, d)) {
+        counters_ctr_add(&st->ctr, pool, d, 1);
         return true;
     }
     for (int tries = 0; tries < 4; tries++) {
-        if (!take_all_others(a, st)) {
+        if (!counters_take_all_others(a, st)) {
             _cca_cpu_relax();
             continue;
         }
-        vacate_parked_all(a);
-        raise_peaks(a, st, pool, d);
-        ctr_add(&st->ctr, pool, d, 1);
-        release_others(a, st);
+        counters_vacate_parked_all(a);
+        counters_raise_peaks(a, st, pool, d);
+        counters_ctr_add(&st->ctr, pool, d, 1);
+        counters_release_others(a, st);
         return true;
     }
     return false;

@@ -8,7 +8,7 @@ static _Atomic uint64_t next_allocator_id = 1;
 
 /* The effective cap from the configuration's fraction and limit (the
  * smaller wins), and whether garbage collection runs (it needs a cap). */
-static void set_cap(cca_allocator_t *a)
+static void create_set_cap(cca_allocator_t *a)
 {
     a->cap = SIZE_MAX;
     if (a->cfg.memory_fraction > 0.0) a->cap = (size_t)(a->cfg.memory_fraction * (double)a->device_total);
@@ -16,7 +16,7 @@ static void set_cap(cca_allocator_t *a)
     a->gc_enabled = a->cap != SIZE_MAX && a->cfg.garbage_collection_threshold > 0.0;
 }
 
-static cca_status_t device_total(cca_allocator_t *a, size_t *total)
+static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -63,7 +63,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     a->cfg = c;
     a->plain_rounding = true;
     for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
-    if ((s = device_total(a, &a->device_total)) != CCA_OK || (s = _cca_config_check(&c, a->device_total)) != CCA_OK) {
+    if ((s = create_device_total(a, &a->device_total)) != CCA_OK || (s = _cca_config_check(&c, a->device_total)) != CCA_OK) {
         free(a);
         return s;
     }
@@ -72,7 +72,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     }
     a->host_bytes += (int64_t)sizeof *a;
-    set_cap(a);
+    create_set_cap(a);
     _cca_registry_add(a);
     *out = a;
     return CCA_OK;
@@ -119,19 +119,19 @@ void cca_destroy(cca_allocator_t *a)
 
 /* Applies a new fraction or limit (all locked): effective for the next
  * growth; memory reserved above it stays until cca_empty_cache (as PyTorch). */
-static cca_status_t change_cap(cca_allocator_t *a, const char *what, const double *fraction, const size_t *limit)
+static cca_status_t create_change_cap(cca_allocator_t *a, const char *what, const double *fraction, const size_t *limit)
 {
     _cca_lock_all(a);
     double old_f = a->cfg.memory_fraction;
     size_t old_l = a->cfg.memory_limit;
     if (fraction) a->cfg.memory_fraction = *fraction;
     if (limit) a->cfg.memory_limit = *limit;
-    set_cap(a);
+    create_set_cap(a);
     if (a->cap < CCA_SMALL_BUFFER) {          /* not even one small segment would fit */
         a->cfg.memory_fraction = old_f;
         a->cfg.memory_limit = old_l;
         size_t cap = a->cap;
-        set_cap(a);
+        create_set_cap(a);
         _cca_unlock_all(a, NULL);
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
                          "%s: a cap of %zu bytes on device %d leaves no room for one 2 MiB segment", what, cap,
@@ -147,13 +147,13 @@ cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction)
     if (!(fraction >= 0.0 && fraction <= 1.0))
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %g is not in [0, 1] (0: no fraction cap)",
                          fraction);
-    return change_cap(a, "cca_set_memory_fraction", &fraction, NULL);
+    return create_change_cap(a, "cca_set_memory_fraction", &fraction, NULL);
 }
 
 cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: allocator is NULL");
-    return change_cap(a, "cca_set_memory_limit", NULL, &bytes);
+    return create_change_cap(a, "cca_set_memory_limit", NULL, &bytes);
 }
 
 cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fraction, size_t *limit)

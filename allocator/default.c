@@ -18,7 +18,7 @@ static char conf_error[400];
 static const char *conf_origin = "CCA_CONF";
 
 /* Reads the configuration once (default_lock held). */
-static void read_conf(void)
+static void default_read_conf(void)
 {
     if (conf_read) return;
     conf_read = true;
@@ -48,10 +48,10 @@ cca_status_t cca_default_configure(const char *config)
     return s == CCA_OK ? CCA_OK : _cca_fail(s, "cca_default_configure: %s", err);
 }
 
-static cca_status_t create_default(int device, cca_allocator_t **out)
+static cca_status_t default_create_default(int device, cca_allocator_t **out)
 {
     pthread_mutex_lock(&default_lock);
-    read_conf();
+    default_read_conf();
     cca_status_t s = conf_status;
     cca_allocator_t *a = atomic_load_explicit(&defaults[device], memory_order_relaxed);
     if (s != CCA_OK) {
@@ -83,7 +83,7 @@ cca_status_t cca_default(int device, cca_allocator_t **out)
         return CCA_OK;
     }
     *out = NULL;
-    return create_default(device, out);
+    return default_create_default(device, out);
 }
 
 cca_status_t cca_default_existing(int device, cca_allocator_t **out)

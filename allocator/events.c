@@ -11,7 +11,7 @@
 /* An event that cannot be asked about cannot hold memory forever, nor may
  * its block be reused while the stream may still use it: wait for the whole
  * device instead, then the block is safe. */
-static void wait_device(cca_allocator_t *a)
+static void events_wait_device(cca_allocator_t *a)
 {
     _cca_clear_error();
     dev_guard_t g;
@@ -19,7 +19,7 @@ static void wait_device(cca_allocator_t *a)
     _cca_device_leave(&g);
 }
 
-static void pool_put(cca_events_t *ev, cudaEvent_t e)
+static void events_pool_put(cca_events_t *ev, cudaEvent_t e)
 {
     if (ev->n_pool < ev->cap_pool) ev->pool[ev->n_pool++] = e;
     else cudaEventDestroy(e);
@@ -28,7 +28,7 @@ static void pool_put(cca_events_t *ev, cudaEvent_t e)
 /* Event i of st completed: the block is free once its last one did, its
  * figures changed first; false (nothing done) if the hot path's counters
  * cannot take that change (the caller goes all locked). */
-static bool pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
+static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
 {
     cca_events_t *ev = &st->events;
     cca_pending_t p = ev->pending[i];
@@ -38,7 +38,7 @@ static bool pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
         if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
     }
     ev->pending[i] = ev->pending[--ev->n_pending];
-    pool_put(ev, p.event);
+    events_pool_put(ev, p.event);
     if (--p.block->event_count == 0) {
         _cca_free_block(a, p.block);
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
@@ -54,8 +54,8 @@ void _cca_process_events(cca_allocator_t *a)
         for (size_t i = 0; i < ev->n_pending;) {
             cudaError_t e = cudaEventQuery(ev->pending[i].event);
             if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
-            if (e != cudaSuccess) wait_device(a);
-            pending_done(a, st, i);
+            if (e != cudaSuccess) events_wait_device(a);
+            events_pending_done(a, st, i);
         }
     }
 }
@@ -70,8 +70,8 @@ bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
     for (size_t i = 0; i < ev->n_pending;) {
         cudaError_t e = cudaEventQuery(ev->pending[i].event);
         if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
-        if (e != cudaSuccess) wait_device(a);
-        if (!pending_done(a, st, i)) return false;
+        if (e != cudaSuccess) events_wait_device(a);
+        if (!events_pending_done(a, st, i)) return false;
     }
     return true;
 }
@@ -82,13 +82,13 @@ void _cca_sync_pending(cca_allocator_t *a)
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         cca_events_t *ev = &st->events;
         while (ev->n_pending) {
-            if (cudaEventSynchronize(ev->pending[ev->n_pending - 1].event) != cudaSuccess) wait_device(a);
-            pending_done(a, st, ev->n_pending - 1);
+            if (cudaEventSynchronize(ev->pending[ev->n_pending - 1].event) != cudaSuccess) events_wait_device(a);
+            events_pending_done(a, st, ev->n_pending - 1);
         }
     }
 }
 
-static cudaEvent_t event_get(cca_events_t *ev)
+static cudaEvent_t events_event_get(cca_events_t *ev)
 {
     if (ev->n_pool) return ev->pool[--ev->n_pool];
     cudaEvent_t e = NULL;
@@ -100,7 +100,7 @@ static cudaEvent_t event_get(cca_events_t *ev)
 }
 
 /* Room for n more pending events, and for all of them in the pool later. */
-static bool pending_reserve(cca_events_t *ev, size_t n)
+static bool events_pending_reserve(cca_events_t *ev, size_t n)
 {
     if (ev->n_pending + n > ev->cap_pending) {
         size_t cap = (ev->cap_pending ? ev->cap_pending * 2 : 16) + n;
@@ -120,7 +120,7 @@ static bool pending_reserve(cca_events_t *ev, size_t n)
 }
 
 /* Waits for work on a use stream the allocator cannot record an event on. */
-static void wait_use(cca_allocator_t *a, const cca_use_t *u)
+static void events_wait_use(cca_allocator_t *a, const cca_use_t *u)
 {
     cudaError_t e = cudaErrorInvalidValue;
     if (!_cca_stream_is_per_thread_key(u->key) || u->key == _cca_current_per_thread_key(a->cfg.device))
@@ -136,7 +136,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
 {
     cca_events_t *ev = &b->seg->stream->events;
     dev_guard_t g;
-    bool ok = _cca_device_enter(a, &g) == cudaSuccess && pending_reserve(ev, (size_t)b->n_uses);
+    bool ok = _cca_device_enter(a, &g) == cudaSuccess && events_pending_reserve(ev, (size_t)b->n_uses);
     if (!ok) _cca_clear_error();
     b->state = CCA_BLOCK_PENDING;                     /* the caller applied _cca_release_delta */
     b->event_count = 0;
@@ -144,14 +144,14 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
         const cca_use_t *u = &b->uses[i];
         bool named = !_cca_stream_is_per_thread_key(u->key) ||
                      u->key == _cca_current_per_thread_key(a->cfg.device);
-        cudaEvent_t e = ok && named ? event_get(ev) : NULL;
+        cudaEvent_t e = ok && named ? events_event_get(ev) : NULL;
         if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
             ev->pending[ev->n_pending++] = (cca_pending_t){ e, b };
             b->event_count++;
             continue;
         }
         if (e) { _cca_clear_error(); ev->pool[ev->n_pool++] = e; }
-        wait_use(a, u);
+        events_wait_use(a, u);
     }
     _cca_device_leave(&g);
     if (b->event_count == 0) {                        /* nothing to wait for after all */

@@ -7,7 +7,7 @@
 
 /* cudaMemGetInfo on the allocator's device, leaving the caller's device and
  * the runtime's last-error slot as they were. */
-static bool device_info(cca_allocator_t *a, size_t *free_b, size_t *total)
+static bool oomfig_device_info(cca_allocator_t *a, size_t *free_b, size_t *total)
 {
     dev_guard_t g;
     cudaError_t e = _cca_device_enter(a, &g);
@@ -30,7 +30,7 @@ typedef struct span { size_t lo, hi; } span_t;       /* rounded sizes [lo, hi] t
 
 typedef struct fitset { span_t *v; size_t n, cap; bool failed; } fitset_t;
 
-static void add_span(fitset_t *f, size_t lo, size_t hi)
+static void oomfig_add_span(fitset_t *f, size_t lo, size_t hi)
 {
     if (lo > hi || f->failed) return;
     if (f->n == f->cap) {
@@ -46,7 +46,7 @@ static void add_span(fitset_t *f, size_t lo, size_t hi)
     f->v[f->n++] = (span_t){ lo, hi };
 }
 
-static int by_lo(const void *x, const void *y)
+static int oomfig_by_lo(const void *x, const void *y)
 {
     size_t p = ((const span_t *)x)->lo, q = ((const span_t *)y)->lo;
     return (p > q) - (p < q);
@@ -57,17 +57,17 @@ typedef struct big_blocks { fitset_t *f; size_t msz; } big_blocks_t;
 /* A free large block b >= max_split_size serves rounded sizes r with
  * msz <= r <= b < r + 20 MiB (best fit takes the smallest block >= r, and
  * refuses one 20 MiB or more too big). */
-static void oversize_span(cca_block_t *b, void *arg)
+static void oomfig_oversize_span(cca_block_t *b, void *arg)
 {
     big_blocks_t *bb = arg;
     if (b->size < bb->msz) return;
     size_t lo = b->size >= CCA_LARGE_BUFFER ? b->size - CCA_LARGE_BUFFER + CCA_MIN_BLOCK : CCA_MIN_BLOCK;
-    add_span(bb->f, lo > bb->msz ? lo : bb->msz, b->size);
+    oomfig_add_span(bb->f, lo > bb->msz ? lo : bb->msz, b->size);
 }
 
 typedef struct below { size_t limit, best; } below_t;
 
-static void largest_below(cca_block_t *b, void *arg)
+static void oomfig_largest_below(cca_block_t *b, void *arg)
 {
     below_t *w = arg;
     if (b->size < w->limit && b->size > w->best) w->best = b->size;
@@ -76,7 +76,7 @@ static void largest_below(cca_block_t *b, void *arg)
 /* The largest rounded size in [lo, hi] whose segment at `rung` fits in
  * `avail` bytes, or lo - 1 if none. Asks the allocator's own sizing
  * (_cca_segment_size), which grows with the request. */
-static size_t largest_segment_fit(const cca_allocator_t *a, int pool, size_t lo, size_t hi, cca_rung_t rung,
+static size_t oomfig_largest_segment_fit(const cca_allocator_t *a, int pool, size_t lo, size_t hi, cca_rung_t rung,
                                   size_t avail)
 {
     if (_cca_segment_size(a, pool, lo, rung) > avail) return lo - 1;
@@ -90,40 +90,40 @@ static size_t largest_segment_fit(const cca_allocator_t *a, int pool, size_t lo,
 
 /* The rounded sizes that succeed now on stream st (NULL: a stream cca has
  * not seen), given `avail` bytes for a new segment after release-and-retry. */
-static void success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fitset_t *f)
+static void oomfig_success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fitset_t *f)
 {
     bool fallback = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
     /* small pool: a new segment, or any free small block (no split limit there) */
     const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_POOL_SMALL]) : NULL;
-    size_t top = largest_segment_fit(a, CCA_POOL_SMALL, 1, CCA_SMALL_SIZE, CCA_RUNG_NEW, avail);
-    if (top) add_span(f, 1, top);
-    else if (s) add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
+    size_t top = oomfig_largest_segment_fit(a, CCA_POOL_SMALL, 1, CCA_SMALL_SIZE, CCA_RUNG_NEW, avail);
+    if (top) oomfig_add_span(f, 1, top);
+    else if (s) oomfig_add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
     /* large pool, new segments: below MIN_LARGE_ALLOC a standard segment (or
      * the policies' smallest one), from there the request's own */
     size_t lo = CCA_SMALL_SIZE + 1, mid = CCA_MIN_LARGE_ALLOC - 1;
-    top = largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_NEW, avail);
-    if (top < lo && fallback) top = largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_LEAST, avail);
-    add_span(f, lo, top);
-    add_span(f, CCA_MIN_LARGE_ALLOC,
-             largest_segment_fit(a, CCA_POOL_LARGE, CCA_MIN_LARGE_ALLOC, CCA_MAX_REQUEST, CCA_RUNG_NEW, avail));
+    top = oomfig_largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_NEW, avail);
+    if (top < lo && fallback) top = oomfig_largest_segment_fit(a, CCA_POOL_LARGE, lo, mid, CCA_RUNG_LEAST, avail);
+    oomfig_add_span(f, lo, top);
+    oomfig_add_span(f, CCA_MIN_LARGE_ALLOC,
+             oomfig_largest_segment_fit(a, CCA_POOL_LARGE, CCA_MIN_LARGE_ALLOC, CCA_MAX_REQUEST, CCA_RUNG_NEW, avail));
     /* large pool, cached blocks with max_split_size's rules */
     if (!st) return;
     size_t msz = a->cfg.max_split_size;
     if (msz == SIZE_MAX) {
         const cca_block_t *l = _cca_bins_largest(st->free[CCA_POOL_LARGE]);
-        if (l) add_span(f, CCA_SMALL_SIZE + 1, l->size);
+        if (l) oomfig_add_span(f, CCA_SMALL_SIZE + 1, l->size);
         return;
     }
     below_t w = { msz, 0 };                           /* below msz: a block below msz */
-    _cca_bins_visit(st->free[CCA_POOL_LARGE], largest_below, &w);
-    if (w.best) add_span(f, CCA_SMALL_SIZE + 1, w.best);
+    _cca_bins_visit(st->free[CCA_POOL_LARGE], oomfig_largest_below, &w);
+    if (w.best) oomfig_add_span(f, CCA_SMALL_SIZE + 1, w.best);
     big_blocks_t bb = { f, msz };
-    _cca_bins_visit(st->free[CCA_POOL_LARGE], oversize_span, &bb);
+    _cca_bins_visit(st->free[CCA_POOL_LARGE], oomfig_oversize_span, &bb);
 }
 
 /* The largest caller's size whose rounded size is at most r (rounding is
  * monotone and never rounds down). */
-static size_t largest_size_rounding_to(const cca_config_t *cfg, size_t r)
+static size_t oomfig_largest_size_rounding_to(const cca_config_t *cfg, size_t r)
 {
     size_t lo = 0, hi = r;                            /* round(lo) <= r holds for lo = 0 */
     while (lo < hi) {
@@ -137,12 +137,12 @@ static size_t largest_size_rounding_to(const cca_config_t *cfg, size_t r)
 size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
 {
     fitset_t f = { 0 };
-    success_spans(a, st, avail, &f);
+    oomfig_success_spans(a, st, avail, &f);
     if (f.failed) {
         free(f.v);
         return 0;                                     /* no host memory: claim nothing */
     }
-    if (f.n) qsort(f.v, f.n, sizeof *f.v, by_lo);
+    if (f.n) qsort(f.v, f.n, sizeof *f.v, oomfig_by_lo);
     size_t s = 1;                                     /* the smallest size not yet known to succeed */
     for (;;) {
         size_t r = _cca_round_size(&a->cfg, s), end = 0;
@@ -157,7 +157,7 @@ size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
             }
         }
         if (!in) break;                               /* s fails */
-        size_t next = largest_size_rounding_to(&a->cfg, end);
+        size_t next = oomfig_largest_size_rounding_to(&a->cfg, end);
         if (next >= CCA_MAX_REQUEST) { s = CCA_MAX_REQUEST + 1; break; }
         s = next + 1;
     }
@@ -178,7 +178,7 @@ size_t _cca_largest_free(const cca_allocator_t *a)
 }
 
 /* Bytes of fully free segments: release-and-retry would give them back. */
-static size_t unused_bytes(const cca_allocator_t *a)
+static size_t oomfig_unused_bytes(const cca_allocator_t *a)
 {
     size_t n = 0;
     for (const cca_segment_t *s = a->segments; s; s = s->next)
@@ -209,7 +209,7 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     r->requested = ctx->requested;
     r->rounded = ctx->rounded;
     r->segment_size = ctx->alloc_size;               /* the smallest segment the core tried */
-    bool info = device_info(a, &r->device_free, &r->device_total);
+    bool info = oomfig_device_info(a, &r->device_free, &r->device_total);
     if (!info) r->device_total = a->device_total;
     r->cap = a->cap == SIZE_MAX ? 0 : a->cap;
     r->reserved = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
@@ -225,7 +225,7 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     r->cap_refused = ctx->cap_refused;
     r->device_refused = ctx->device_refused;
     /* what a new segment could take after release-and-retry */
-    size_t unused = unused_bytes(a), avail = r->device_free + unused;
+    size_t unused = oomfig_unused_bytes(a), avail = r->device_free + unused;
     if (r->cap) {
         size_t kept = r->reserved - unused;
         size_t room = r->cap > kept ? r->cap - kept : 0;

@@ -78,7 +78,7 @@ void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
     _cca_insert_free(b);                              /* gc_base: when it was parked */
 }
 
-static inline bool key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
+static inline bool park_key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
 {
     return s1 < s2 || (s1 == s2 && a1 < a2);
 }
@@ -99,7 +99,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
     if (bins->count != (size_t)nf) {                  /* other free blocks: would one fit better? */
         cca_block_t *c = _cca_bins_best_fit(bins, size);
         if (c && c == n) c = _cca_bins_next(bins, n); /* n would be part of the merged block */
-        if (c && key_before(c->size, c->addr, msize, b->addr)) return NULL;
+        if (c && park_key_before(c->size, c->addr, msize, b->addr)) return NULL;
     }
     bool split = _cca_split_rule(a, pool, msize, size);
     bool same = split == nf && size == b->size;       /* b handed out as it is */

@@ -28,10 +28,10 @@ struct cca_segmap_node { void *_Atomic child[1u << L1_BITS]; };  /* L1 and L2 ha
 
 _Static_assert(L1_BITS == L2_BITS, "one node type for both inner levels");
 
-static inline size_t idx0(uint64_t c) { return (size_t)(c >> (L1_BITS + L2_BITS + LEAF_BITS)); }
-static inline size_t idx1(uint64_t c) { return (size_t)(c >> (L2_BITS + LEAF_BITS)) & ((1u << L1_BITS) - 1); }
-static inline size_t idx2(uint64_t c) { return (size_t)(c >> LEAF_BITS) & ((1u << L2_BITS) - 1); }
-static inline size_t idxl(uint64_t c) { return (size_t)c & ((1u << LEAF_BITS) - 1); }
+static inline size_t segmap_idx0(uint64_t c) { return (size_t)(c >> (L1_BITS + L2_BITS + LEAF_BITS)); }
+static inline size_t segmap_idx1(uint64_t c) { return (size_t)(c >> (L2_BITS + LEAF_BITS)) & ((1u << L1_BITS) - 1); }
+static inline size_t segmap_idx2(uint64_t c) { return (size_t)(c >> LEAF_BITS) & ((1u << L2_BITS) - 1); }
+static inline size_t segmap_idxl(uint64_t c) { return (size_t)c & ((1u << LEAF_BITS) - 1); }
 
 bool _cca_segmap_init(cca_allocator_t *a)
 {
@@ -60,7 +60,7 @@ void _cca_segmap_fini(cca_allocator_t *a)
 }
 
 /* The child at *slot, created if absent (all locked); NULL if host memory ran out. */
-static void *child(cca_allocator_t *a, void *_Atomic *slot, size_t size)
+static void *segmap_child(cca_allocator_t *a, void *_Atomic *slot, size_t size)
 {
     void *c = atomic_load_explicit(slot, memory_order_relaxed);
     if (c) return c;
@@ -70,16 +70,16 @@ static void *child(cca_allocator_t *a, void *_Atomic *slot, size_t size)
     return c;
 }
 
-static struct cca_segmap_leaf *leaf_of(cca_allocator_t *a, uint64_t c, bool create)
+static struct cca_segmap_leaf *segmap_leaf_of(cca_allocator_t *a, uint64_t c, bool create)
 {
-    void *_Atomic *s0 = (void *_Atomic *)&a->segmap[idx0(c)];
-    struct cca_segmap_node *n1 = create ? child(a, s0, sizeof *n1) : atomic_load_explicit(s0, memory_order_acquire);
+    void *_Atomic *s0 = (void *_Atomic *)&a->segmap[segmap_idx0(c)];
+    struct cca_segmap_node *n1 = create ? segmap_child(a, s0, sizeof *n1) : atomic_load_explicit(s0, memory_order_acquire);
     if (!n1) return NULL;
-    struct cca_segmap_node *n2 = create ? child(a, &n1->child[idx1(c)], sizeof *n2)
-                                        : atomic_load_explicit(&n1->child[idx1(c)], memory_order_acquire);
+    struct cca_segmap_node *n2 = create ? segmap_child(a, &n1->child[segmap_idx1(c)], sizeof *n2)
+                                        : atomic_load_explicit(&n1->child[segmap_idx1(c)], memory_order_acquire);
     if (!n2) return NULL;
-    return create ? child(a, &n2->child[idx2(c)], sizeof(struct cca_segmap_leaf))
-                  : atomic_load_explicit(&n2->child[idx2(c)], memory_order_acquire);
+    return create ? segmap_child(a, &n2->child[segmap_idx2(c)], sizeof(struct cca_segmap_leaf))
+                  : atomic_load_explicit(&n2->child[segmap_idx2(c)], memory_order_acquire);
 }
 
 /* Makes room for a segment at [addr, addr + size) before it is created, so
@@ -87,17 +87,17 @@ static struct cca_segmap_leaf *leaf_of(cca_allocator_t *a, uint64_t c, bool crea
 bool _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size)
 {
     for (uint64_t c = addr >> CHUNK_BITS, last = (addr + size - 1) >> CHUNK_BITS; c <= last; c++)
-        if (!leaf_of(a, c, true)) return false;
+        if (!segmap_leaf_of(a, c, true)) return false;
     return true;
 }
 
 /* Publishes seg (or, with seg NULL, withdraws the segment at the range). */
-static void set_range(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg)
+static void segmap_set_range(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg)
 {
     uint64_t first = addr >> CHUNK_BITS, last = (addr + size - 1) >> CHUNK_BITS;
     for (uint64_t c = first; c <= last; c++) {
-        struct cca_segmap_leaf *l = leaf_of(a, c, false);   /* reserved before */
-        size_t i = idxl(c);
+        struct cca_segmap_leaf *l = segmap_leaf_of(a, c, false);   /* reserved before */
+        size_t i = segmap_idxl(c);
         if (c == first && (addr & (((uintptr_t)1 << CHUNK_BITS) - 1))) {
             atomic_store_explicit(&l->e[i].hi_addr, seg ? addr : 0, memory_order_relaxed);
             atomic_store_explicit(&l->e[i].hi, seg, memory_order_release);
@@ -107,19 +107,19 @@ static void set_range(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segme
     }
 }
 
-void _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg) { set_range(a, seg->addr, seg->size, seg); }
-void _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg) { set_range(a, seg->addr, seg->size, NULL); }
+void _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg) { segmap_set_range(a, seg->addr, seg->size, seg); }
+void _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg) { segmap_set_range(a, seg->addr, seg->size, NULL); }
 
 cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p)
 {
     uint64_t c = p >> CHUNK_BITS;
-    struct cca_segmap_node *n1 = atomic_load_explicit(&a->segmap[idx0(c)], memory_order_acquire);
+    struct cca_segmap_node *n1 = atomic_load_explicit(&a->segmap[segmap_idx0(c)], memory_order_acquire);
     if (!n1) return NULL;
-    struct cca_segmap_node *n2 = atomic_load_explicit(&n1->child[idx1(c)], memory_order_acquire);
+    struct cca_segmap_node *n2 = atomic_load_explicit(&n1->child[segmap_idx1(c)], memory_order_acquire);
     if (!n2) return NULL;
-    struct cca_segmap_leaf *l = atomic_load_explicit(&n2->child[idx2(c)], memory_order_acquire);
+    struct cca_segmap_leaf *l = atomic_load_explicit(&n2->child[segmap_idx2(c)], memory_order_acquire);
     if (!l) return NULL;
-    size_t i = idxl(c);
+    size_t i = segmap_idxl(c);
     uintptr_t hi = atomic_load_explicit(&l->e[i].hi_addr, memory_order_relaxed);
     if (hi && p >= hi) return atomic_load_explicit(&l->e[i].hi, memory_order_acquire);
     return atomic_load_explicit(&l->e[i].lo, memory_order_acquire);

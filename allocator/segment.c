@@ -64,7 +64,7 @@ void _cca_segments_destroy(cca_allocator_t *a)
     a->spare_segs = NULL;
 }
 
-static cca_status_t alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
                                   cca_oom_ctx_t *ctx, bool retry, cca_block_t **out)
 {
     if (retry) a->stats.num_alloc_retries++;
@@ -181,7 +181,7 @@ void _cca_release_cached(cca_allocator_t *a)
 
 /* With max_split_size set: free oversize cached blocks of this stream, the
  * best fitting one, or the largest ones until `size` bytes are released. */
-static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
+static bool segment_release_available(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
     size_t msz = a->cfg.max_split_size;
     if (msz == SIZE_MAX || pool != CCA_POOL_LARGE) return false;
@@ -201,7 +201,7 @@ static bool release_available(cca_allocator_t *a, cca_stream_t *st, int pool, si
 
 /* PyTorch's garbage collection: with a cap, once reserved passes the
  * threshold, release unused large segments, the longest unused first. */
-static void garbage_collect(cca_allocator_t *a)
+static void segment_garbage_collect(cca_allocator_t *a)
 {
     double threshold = a->cfg.garbage_collection_threshold * (double)a->cap;
     double reserved = (double)a->stats.reserved_bytes[CCA_POOL_ALL].current;
@@ -234,7 +234,7 @@ static void garbage_collect(cca_allocator_t *a)
 }
 
 /* The largest fully free segment, or NULL. */
-static cca_segment_t *largest_unused(cca_allocator_t *a)
+static cca_segment_t *segment_largest_unused(cca_allocator_t *a)
 {
     cca_segment_t *best = NULL;
     for (cca_segment_t *s = a->segments; s; s = s->next)
@@ -245,13 +245,13 @@ static cca_segment_t *largest_unused(cca_allocator_t *a)
 /* release_before_grow: a new segment of `need` bytes would raise the
  * reserved peak; return unused cached segments, largest first, so that the
  * peak grows only by what live blocks and their layout require. */
-static void release_for_peak(cca_allocator_t *a, size_t need)
+static void segment_release_for_peak(cca_allocator_t *a, size_t need)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (reserved + need <= a->reserved_high) return;
     size_t excess = reserved + need - a->reserved_high, released = 0;
     cca_segment_t *s;
-    while (released < excess && (s = largest_unused(a))) {
+    while (released < excess && (s = segment_largest_unused(a))) {
         size_t sz = s->size;
         if (!_cca_release_segment(a, s)) break;
         released += sz;
@@ -269,7 +269,7 @@ static void release_for_peak(cca_allocator_t *a, size_t need)
  * large bytes reserved so far, so a growing workload makes few cudaMalloc
  * calls; splitting serves later requests from the rest. Never more than a
  * quarter of the room left under the cap or the device. */
-static size_t grown_size(const cca_allocator_t *a, int pool, size_t size)
+static size_t segment_grown_size(const cca_allocator_t *a, int pool, size_t size)
 {
     size_t pct = a->cfg.segment_growth_percent;
     if (!pct) return size;
@@ -291,7 +291,7 @@ size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca
                     : rounded < CCA_MIN_LARGE_ALLOC ? CCA_LARGE_BUFFER
                                                     : _cca_round_up_2m(rounded);
     switch (rung) {
-    case CCA_RUNG_GROWN: return grown_size(a, pool, standard);
+    case CCA_RUNG_GROWN: return segment_grown_size(a, pool, standard);
     case CCA_RUNG_LEAST: return _cca_round_up_2m(rounded);
     default:             return standard;
     }
@@ -304,11 +304,11 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
                        cca_block_t **out)
 {
     _cca_capture_cache_figures(a, ctx);              /* before anything is released */
-    if (a->gc_enabled) garbage_collect(a);
+    if (a->gc_enabled) segment_garbage_collect(a);
     size_t standard = ctx->alloc_size;
     bool policies = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
     size_t grown = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN);   /* sized before anything is released */
-    if (a->cfg.release_before_grow) release_for_peak(a, grown);
+    if (a->cfg.release_before_grow) segment_release_for_peak(a, grown);
     cca_status_t s = CCA_ERROR_OUT_OF_MEMORY;
     for (int rung = 0; rung < CCA_RUNG_COUNT; rung++) {
         size_t size = rung == CCA_RUNG_GROWN ? grown : _cca_segment_size(a, pool, ctx->rounded, (cca_rung_t)rung);
@@ -321,7 +321,7 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
         case CCA_RUNG_NEW:
             break;
         case CCA_RUNG_RELEASE_FITTING:                /* max_split_size: the oversize cached blocks that would help */
-            if (!release_available(a, st, pool, ctx->rounded)) continue;
+            if (!segment_release_available(a, st, pool, ctx->rounded)) continue;
             break;
         case CCA_RUNG_RELEASE_ALL:                    /* every unused cached segment */
             _cca_release_cached(a);
@@ -333,7 +333,7 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
         case CCA_RUNG_COUNT:
             break;
         }
-        s = alloc_segment(a, st, pool, size, c, rung == CCA_RUNG_RELEASE_ALL, out);
+        s = segment_alloc_segment(a, st, pool, size, c, rung == CCA_RUNG_RELEASE_ALL, out);
         ctx->host_failed = c->host_failed;
         if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
     }

@@ -13,7 +13,7 @@
 
 static _Thread_local uint64_t pts_key[PTS_DEVICES];     /* 0: not asked yet */
 
-static uint64_t per_thread_key(int device)
+static uint64_t stream_per_thread_key(int device)
 {
     if (device >= 0 && device < PTS_DEVICES && pts_key[device]) return pts_key[device];
     int cur = -1;
@@ -42,18 +42,18 @@ static uint64_t per_thread_key(int device)
 uint64_t _cca_stream_key_special(int device, cudaStream_t s)
 {
     (void)s;
-    uint64_t key = per_thread_key(device);
+    uint64_t key = stream_per_thread_key(device);
     return key ? key : UINT64_MAX;
 }
 
 bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG; }
 
-uint64_t _cca_current_per_thread_key(int device) { return per_thread_key(device); }
+uint64_t _cca_current_per_thread_key(int device) { return stream_per_thread_key(device); }
 
 _Thread_local cca_thread_streams_t _cca_thread_streams;
 
 /* Remembers st for this thread (round robin over a few entries). */
-static void remember(cca_allocator_t *a, cca_stream_t *st)
+static void stream_remember(cca_allocator_t *a, cca_stream_t *st)
 {
     cca_thread_streams_t *t = &_cca_thread_streams;
     unsigned i = t->next++ % CCA_STREAM_CACHE;
@@ -64,7 +64,7 @@ static void remember(cca_allocator_t *a, cca_stream_t *st)
 /* ---- stream records ----------------------------------------------------- */
 
 /* The heavy parts of a record: bins for both pools and the address map. */
-static bool body_alloc(cca_stream_t *st)
+static bool stream_body_alloc(cca_stream_t *st)
 {
     cca_bins_t *bins = calloc(2, sizeof *bins);
     if (!bins) return false;
@@ -79,7 +79,7 @@ static bool body_alloc(cca_stream_t *st)
 }
 
 /* Frees the heavy parts (st holds no segment and no pending event). */
-static void body_free(cca_stream_t *st)
+static void stream_body_free(cca_stream_t *st)
 {
     for (cca_block_t *b = st->spare, *bn; b; b = bn) {
         bn = b->next;
@@ -103,7 +103,7 @@ int64_t _cca_stream_host_bytes(const cca_stream_t *st)
 
 /* Keeps st (locked, out of the list, without its heavy parts) for reuse,
  * and unlocks it; no lookup finds its key. */
-static void to_husks(cca_allocator_t *a, cca_stream_t *st)
+static void stream_to_husks(cca_allocator_t *a, cca_stream_t *st)
 {
     st->key = CCA_KEY_DEAD;
     atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
@@ -113,7 +113,7 @@ static void to_husks(cca_allocator_t *a, cca_stream_t *st)
 
 /* A record for a new stream, locked (as every record is while all locked):
  * a retired one if there is one, else a new one. */
-static cca_stream_t *record_new(cca_allocator_t *a)
+static cca_stream_t *stream_record_new(cca_allocator_t *a)
 {
     cca_stream_t *st = a->husks;
     if (st) {
@@ -128,14 +128,14 @@ static cca_stream_t *record_new(cca_allocator_t *a)
     }
     atomic_init(&st->dying, false);
     atomic_init(&st->next, NULL);
-    if (!body_alloc(st)) {
-        to_husks(a, st);
+    if (!stream_body_alloc(st)) {
+        stream_to_husks(a, st);
         return NULL;
     }
     return st;
 }
 
-static bool register_exit(cca_allocator_t *a, cca_stream_t *st);
+static bool stream_register_exit(cca_allocator_t *a, cca_stream_t *st);
 
 /* The state of stream `key` (all locked), created on first use. */
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
@@ -144,12 +144,12 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
     if (st && st->key == key) return st;
     for (st = a->streams; st && st->key != key; st = st->next) {}
     if (!st) {
-        if (!(st = record_new(a))) return NULL;
+        if (!(st = stream_record_new(a))) return NULL;
         st->key = key;
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
-        if (_cca_stream_is_per_thread_key(key) && !register_exit(a, st)) {
-            body_free(st);
-            to_husks(a, st);
+        if (_cca_stream_is_per_thread_key(key) && !stream_register_exit(a, st)) {
+            stream_body_free(st);
+            stream_to_husks(a, st);
             return NULL;
         }
         if (a->streams_tail) a->streams_tail->next = st;
@@ -157,13 +157,13 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         a->streams_tail = st;
         a->n_streams++;
     }
-    remember(a, st);
+    stream_remember(a, st);
     return st;
 }
 
 void _cca_stream_free(cca_stream_t *st)
 {
-    if (st->free[CCA_POOL_SMALL]) body_free(st);
+    if (st->free[CCA_POOL_SMALL]) stream_body_free(st);
     free(st);
 }
 
@@ -176,7 +176,7 @@ void _cca_stream_free(cca_stream_t *st)
  * its heavy parts freed and its husk kept for the next new stream. */
 
 /* Takes dead stream st (holding nothing) out of the list; prev is the record before it. */
-static void bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
+static void stream_bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
 {
     cca_stream_t *next = st->next;
     if (prev) prev->next = next;
@@ -186,14 +186,14 @@ static void bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st)
     for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
         for (int k = 0; k < CCA_NSHARD; k++) a->retired_inc[q][k] += st->ctr.inc[q][k];
     _cca_events_release(a, st);
-    body_free(st);
+    stream_body_free(st);
     a->host_bytes += st->host_bytes;                  /* what it counted lives on elsewhere, or was freed above */
     st->host_bytes = 0;
     a->counters_moved = true;                         /* its leases are gone: deal anew */
-    to_husks(a, st);                                  /* no longer in the list, so not unlocked with it */
+    stream_to_husks(a, st);                                  /* no longer in the list, so not unlocked with it */
 }
 
-static bool holds_segment(const cca_allocator_t *a, const cca_stream_t *st)
+static bool stream_holds_segment(const cca_allocator_t *a, const cca_stream_t *st)
 {
     for (const cca_segment_t *s = a->segments; s; s = s->next)
         if (s->stream == st) return true;
@@ -210,7 +210,7 @@ void _cca_streams_reap(cca_allocator_t *a)
             st->key = CCA_KEY_DEAD;                   /* no lookup finds it; a reused handle is a new stream */
             fresh = true;
         }
-        if (st->dead && (st->events.n_pending || holds_segment(a, st))) holding = true;
+        if (st->dead && (st->events.n_pending || stream_holds_segment(a, st))) holding = true;
     }
     if (fresh && holding) {                           /* work queued on it may still use its blocks */
         dev_guard_t g;
@@ -225,7 +225,7 @@ void _cca_streams_reap(cca_allocator_t *a)
     }
     for (cca_stream_t *st = a->streams, *prev = NULL, *next; st; st = next) {
         next = st->next;
-        if (st->dead && !st->events.n_pending && !holds_segment(a, st)) bury(a, prev, st);
+        if (st->dead && !st->events.n_pending && !stream_holds_segment(a, st)) stream_bury(a, prev, st);
         else prev = st;
     }
 }
@@ -234,9 +234,9 @@ void _cca_streams_reap(cca_allocator_t *a)
  * A thread that used cudaStreamPerThread with an allocator keeps a list of
  * those records; a pthread key's destructor marks them dying when the
  * thread exits (no CUDA call there), if their allocator still lives.
- * Lock order: registry_lock, then a stream lock (thread_exit). Nothing may
- * wait for registry_lock while holding a stream lock: register_exit, which
- * runs all locked, only try-locks it. */
+ * Lock order: registry_lock, then a stream lock (stream_thread_exit).
+ * Nothing may wait for registry_lock while holding a stream lock:
+ * stream_register_exit, which runs all locked, only try-locks it. */
 
 typedef struct exit_entry { cca_allocator_t *a; uint64_t alloc_id, key; cca_stream_t *st; } exit_entry_t;
 typedef struct exit_list { size_t n, cap; exit_entry_t *e; } exit_list_t;
@@ -247,20 +247,20 @@ static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
-static bool registered(const cca_allocator_t *a, uint64_t id)
+static bool stream_registered(const cca_allocator_t *a, uint64_t id)
 {
     for (const cca_allocator_t *r = registry; r; r = r->reg_next)
         if (r == a && r->id == id) return true;
     return false;
 }
 
-static void thread_exit(void *p)
+static void stream_thread_exit(void *p)
 {
     exit_list_t *l = p;
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < l->n; i++) {
         exit_entry_t *e = &l->e[i];
-        if (!registered(e->a, e->alloc_id)) continue;   /* destroyed: its records are gone */
+        if (!stream_registered(e->a, e->alloc_id)) continue;   /* destroyed: its records are gone */
         _cca_lock(&e->st->lock);                        /* records live as long as their allocator */
         bool same = e->st->key == e->key;
         if (same) atomic_store_explicit(&e->st->dying, true, memory_order_relaxed);
@@ -272,12 +272,12 @@ static void thread_exit(void *p)
     free(l);
 }
 
-static void exit_key_create(void) { exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0; }
+static void stream_exit_key_create(void) { exit_key_ok = pthread_key_create(&exit_key, stream_thread_exit) == 0; }
 
 /* Remembers that this thread's per-thread stream st must die with it. */
-static bool register_exit(cca_allocator_t *a, cca_stream_t *st)
+static bool stream_register_exit(cca_allocator_t *a, cca_stream_t *st)
 {
-    pthread_once(&exit_once, exit_key_create);
+    pthread_once(&exit_once, stream_exit_key_create);
     if (!exit_key_ok) return false;
     exit_list_t *l = pthread_getspecific(exit_key);
     if (!l) {
@@ -295,7 +295,7 @@ static bool register_exit(cca_allocator_t *a, cca_stream_t *st)
     if (l->n == l->cap && pthread_mutex_trylock(&registry_lock) == 0) {   /* drop destroyed allocators' entries */
         size_t kept = 0;
         for (size_t i = 0; i < l->n; i++)
-            if (registered(l->e[i].a, l->e[i].alloc_id)) l->e[kept++] = l->e[i];
+            if (stream_registered(l->e[i].a, l->e[i].alloc_id)) l->e[kept++] = l->e[i];
         l->n = kept;
         pthread_mutex_unlock(&registry_lock);
     }

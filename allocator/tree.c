@@ -3,41 +3,41 @@
  * priority comes from the block's address, so layouts are deterministic. */
 #include "internal.h"
 
-static inline bool key_less(const cca_block_t *a, const cca_block_t *b)
+static inline bool tree_key_less(const cca_block_t *a, const cca_block_t *b)
 {
     return a->size < b->size || (a->size == b->size && a->addr < b->addr);
 }
 
-static uint32_t addr_prio(uintptr_t addr)
+static uint32_t tree_addr_prio(uintptr_t addr)
 {
     uint64_t x = (uint64_t)addr * 0x9E3779B97F4A7C15ull;
     x ^= x >> 29;
     return (uint32_t)(x >> 32) | 1u;
 }
 
-static cca_block_t *merge(cca_block_t *l, cca_block_t *r)
+static cca_block_t *tree_merge(cca_block_t *l, cca_block_t *r)
 {
     if (!l) return r;
     if (!r) return l;
     if (l->prio > r->prio) {
-        l->right = merge(l->right, r);
+        l->right = tree_merge(l->right, r);
         return l;
     }
-    r->left = merge(l, r->left);
+    r->left = tree_merge(l, r->left);
     return r;
 }
 
 void _cca_tree_insert(cca_block_t **root, cca_block_t *b)
 {
-    b->prio = addr_prio(b->addr);
+    b->prio = tree_addr_prio(b->addr);
     b->left = b->right = NULL;
     cca_block_t **link = root;
     while (*link && (*link)->prio > b->prio)
-        link = key_less(b, *link) ? &(*link)->left : &(*link)->right;
+        link = tree_key_less(b, *link) ? &(*link)->left : &(*link)->right;
     /* split the subtree at *link around b's key */
     cca_block_t *t = *link, **l = &b->left, **r = &b->right;
     while (t) {
-        if (key_less(t, b)) { *l = t; l = &t->right; t = t->right; }
+        if (tree_key_less(t, b)) { *l = t; l = &t->right; t = t->right; }
         else                { *r = t; r = &t->left;  t = t->left; }
     }
     *l = *r = NULL;
@@ -48,13 +48,13 @@ void _cca_tree_remove(cca_block_t **root, cca_block_t *b)
 {
     cca_block_t **link = root;
     while (*link != b)
-        link = key_less(b, *link) ? &(*link)->left : &(*link)->right;
-    *link = merge(b->left, b->right);
+        link = tree_key_less(b, *link) ? &(*link)->left : &(*link)->right;
+    *link = tree_merge(b->left, b->right);
     b->left = b->right = NULL;
 }
 
-static cca_block_t *leftmost(cca_block_t *t) { while (t->left) t = t->left; return t; }
-static cca_block_t *rightmost(cca_block_t *t) { while (t->right) t = t->right; return t; }
+static cca_block_t *tree_leftmost(cca_block_t *t) { while (t->left) t = t->left; return t; }
+static cca_block_t *tree_rightmost(cca_block_t *t) { while (t->right) t = t->right; return t; }
 
 /* Gives tree node `old` the key (new_size, new_addr), carried by `nu` (old
  * itself, or a block taking its place). The hot path's split and merge only
@@ -64,24 +64,24 @@ void _cca_tree_rekey(cca_block_t **root, cca_block_t *old, cca_block_t *nu, uint
 {
     cca_block_t **link = root, *pred = NULL, *succ = NULL;
     while (*link != old) {
-        if (key_less(old, *link)) { succ = *link; link = &(*link)->left; }
+        if (tree_key_less(old, *link)) { succ = *link; link = &(*link)->left; }
         else                      { pred = *link; link = &(*link)->right; }
     }
-    if (old->left) pred = rightmost(old->left);
-    if (old->right) succ = leftmost(old->right);
+    if (old->left) pred = tree_rightmost(old->left);
+    if (old->right) succ = tree_leftmost(old->right);
     cca_block_t *l = old->left, *r = old->right;
     uint32_t prio = old->prio;
     old->left = old->right = NULL;
     nu->addr = new_addr;
     nu->size = new_size;
-    if ((!pred || key_less(pred, nu)) && (!succ || key_less(nu, succ))) {
+    if ((!pred || tree_key_less(pred, nu)) && (!succ || tree_key_less(nu, succ))) {
         nu->left = l;
         nu->right = r;
         nu->prio = prio;
         *link = nu;
         return;
     }
-    *link = merge(l, r);
+    *link = tree_merge(l, r);
     _cca_tree_insert(root, nu);
 }
 

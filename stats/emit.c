@@ -14,14 +14,14 @@ void _cca_emit_init(cca_emit_t *e, cca_write_fn write, void *arg)
     e->failed = false;
 }
 
-static void put(cca_emit_t *e, const char *data, size_t n)
+static void emit_put(cca_emit_t *e, const char *data, size_t n)
 {
     if (!e->failed && n && e->write(data, n, e->arg) != n) e->failed = true;
 }
 
-static void flush(cca_emit_t *e)
+static void emit_flush(cca_emit_t *e)
 {
-    put(e, e->buf, e->len);
+    emit_put(e, e->buf, e->len);
     e->len = 0;
 }
 
@@ -34,20 +34,20 @@ void _cca_emit(cca_emit_t *e, const char *fmt, ...)
     va_end(ap);
     if (n < 0) { e->failed = true; return; }
     if ((size_t)n < sizeof e->buf - e->len) { e->len += (size_t)n; return; }
-    flush(e);                                         /* did not fit: flush, then retry */
+    emit_flush(e);                                         /* did not fit: flush, then retry */
     char *big = (size_t)n < sizeof e->buf ? e->buf : malloc((size_t)n + 1);
     if (!big) { e->failed = true; return; }
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
     if (big == e->buf) { e->len = (size_t)n; return; }
-    put(e, big, (size_t)n);
+    emit_put(e, big, (size_t)n);
     free(big);
 }
 
 bool _cca_emit_finish(cca_emit_t *e)
 {
-    flush(e);
+    emit_flush(e);
     return !e->failed;
 }
 

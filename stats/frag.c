@@ -4,14 +4,14 @@
 #include <string.h>
 #include "stats_internal.h"
 
-static int size_class(size_t size)
+static int frag_size_class(size_t size)
 {
     return size ? 63 - __builtin_clzll((unsigned long long)size) : 0;
 }
 
-static void count_block(cca_frag_t *f, const cca_block_t *b)
+static void frag_count_block(cca_frag_t *f, const cca_block_t *b)
 {
-    cca_size_class_t *c = &f->classes[size_class(b->size)];
+    cca_size_class_t *c = &f->classes[frag_size_class(b->size)];
     switch (b->state) {
     case CCA_BLOCK_FREE:
         c->free_blocks++;
@@ -40,7 +40,7 @@ void _cca_frag_of(const cca_view_t *v, cca_frag_t *f)
     for (const cca_segment_t *s = v->a->segments; s; s = s->next) {
         f->segments++;
         f->reserved += s->size;
-        for (const cca_block_t *b = s->first; b; b = b->next) count_block(f, b);
+        for (const cca_block_t *b = s->first; b; b = b->next) frag_count_block(f, b);
     }
     f->active = f->reserved - f->free_cached;
     f->internal_waste = f->allocated - f->requested;

@@ -16,13 +16,13 @@
 static _Thread_local uint64_t pending_id;             /* allocator whose report awaits delivery */
 static _Thread_local cca_oom_report_t pending;
 
-static size_t min_z(size_t x, size_t y) { return x < y ? x : y; }
-static size_t max_z(size_t x, size_t y) { return x > y ? x : y; }
+static size_t oom_min_z(size_t x, size_t y) { return x < y ? x : y; }
+static size_t oom_max_z(size_t x, size_t y) { return x > y ? x : y; }
 
-static void plan(cca_oom_report_t *r)
+static void oom_plan(cca_oom_report_t *r)
 {
     size_t S = r->segment_size, T = r->device_total, D = r->device_free, R = r->reserved;
-    size_t F = min_z(r->free_cached, R), A = R - F, E = r->external, C = r->cap;
+    size_t F = oom_min_z(r->free_cached, R), A = R - F, E = r->external, C = r->cap;
     r->need_cap = r->need_external = r->need_cached = r->need_live = 0;
     if (S > T) {                                      /* no change makes it fit */
         r->verdict = CCA_OOM_EXHAUSTED;
@@ -30,7 +30,7 @@ static void plan(cca_oom_report_t *r)
         return;
     }
     size_t cap_need = C && R + S > C ? R + S - C : 0, dev_need = S > D ? S - D : 0;
-    size_t need = max_z(cap_need, dev_need);
+    size_t need = oom_max_z(cap_need, dev_need);
     if (cap_need && !dev_need) {                      /* raising the cap alone */
         r->verdict = CCA_OOM_CAP;
         r->shortfall = r->need_cap = cap_need;
@@ -46,9 +46,9 @@ static void plan(cca_oom_report_t *r)
         r->shortfall = r->need_live = need;
     } else {                                          /* several: cca's own bytes first */
         r->need_cached = F;
-        r->need_live = min_z(A, need - F);
+        r->need_live = oom_min_z(A, need - F);
         size_t freed = r->need_cached + r->need_live;
-        r->need_external = dev_need > freed ? min_z(E, dev_need - freed) : 0;
+        r->need_external = dev_need > freed ? oom_min_z(E, dev_need - freed) : 0;
         r->need_cap = cap_need > freed ? cap_need - freed : 0;
         r->verdict = r->need_cap ? CCA_OOM_CAP : r->need_external ? CCA_OOM_EXTERNAL
                    : r->need_cached ? CCA_OOM_FRAGMENTED : CCA_OOM_EXHAUSTED;
@@ -59,8 +59,8 @@ static void plan(cca_oom_report_t *r)
 
 typedef struct text { char *buf; size_t len, at; } text_t;
 
-static void put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text_t *t, const char *fmt, ...)
+static void oom_put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void oom_put(text_t *t, const char *fmt, ...)
 {
     if (t->at >= t->len) return;
     va_list ap;
@@ -74,55 +74,55 @@ static void put(text_t *t, const char *fmt, ...)
  * needs, each needed change with its bytes, the largest request that fits. */
 /* cfg: the allocator's configuration (which cap setting binds, the split
  * limit), or NULL for a report judged on its own. */
-static void advise(cca_oom_report_t *r, const cca_config_t *cfg)
+static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
 {
     size_t max_split = cfg ? cfg->max_split_size : SIZE_MAX;
     char b[4][32];
     text_t t = { r->advice, sizeof r->advice, 0 };
     r->advice[0] = 0;
     if (r->segment_size > r->device_total) {
-        put(&t, "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
+        oom_put(&t, "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
             _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_total, b[1]));
         return;
     }
-    put(&t, "needs a new %s segment, %s free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
+    oom_put(&t, "needs a new %s segment, %s free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
         _cca_fmt_bytes(r->device_free, b[1]));
-    if (r->cap) put(&t, ", %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
+    if (r->cap) oom_put(&t, ", %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
     const char *sep = ": ";
     if (r->need_cap) {
         size_t to = r->cap + r->need_cap;
         bool by_fraction = cfg && cfg->memory_fraction > 0.0 && r->device_total &&
                            (!cfg->memory_limit || cfg->memory_limit > r->cap);   /* the fraction is the smaller cap */
         if (by_fraction)
-            put(&t, "%sraise the cap by %s (memory_fraction:%.4g%s)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            oom_put(&t, "%sraise the cap by %s (memory_fraction:%.4g%s)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
                 (double)to / (double)r->device_total + 0.00005, to > r->device_total ? ", more than the device" : "");
         else
-            put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            oom_put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
                 (to + ((size_t)1 << 20) - 1) >> 20);
         sep = "; ";
     }
     if (r->need_external) {
-        put(&t, "%sfree %s of the %s held outside cca", sep, _cca_fmt_bytes(r->need_external, b[0]),
+        oom_put(&t, "%sfree %s of the %s held outside cca", sep, _cca_fmt_bytes(r->need_external, b[0]),
             _cca_fmt_bytes(r->external, b[1]));
         sep = "; ";
     }
     if (r->need_cached) {
-        put(&t, "%s%s cached free, largest block %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
+        oom_put(&t, "%s%s cached free, largest block %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
             _cca_fmt_bytes(r->largest_free, b[1]));
         sep = "; ";
     }
     if (r->need_live) {
-        put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
+        oom_put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
         sep = "; ";
     }
     if (!r->need_cap && !r->need_external && !r->need_cached && !r->need_live)
-        put(&t, ", yet the device refused it: its free memory is in pieces");
-    put(&t, "; largest request that fits now: %s", _cca_fmt_bytes(r->largest_fit, b[0]));
+        oom_put(&t, ", yet the device refused it: its free memory is in pieces");
+    oom_put(&t, "; largest request that fits now: %s", _cca_fmt_bytes(r->largest_fit, b[0]));
     if (r->verdict != CCA_OOM_FRAGMENTED || !r->need_cached) return;
     if (max_split == SIZE_MAX && r->rounded > CCA_LARGE_BUFFER)
-        put(&t, "; max_split_size_mb:%zu keeps blocks this large whole", r->rounded >> 20);
+        oom_put(&t, "; max_split_size_mb:%zu keeps blocks this large whole", r->rounded >> 20);
     else if (!r->need_live)
-        put(&t, "; free the allocations between free blocks, or allocate long-lived buffers first");
+        oom_put(&t, "; free the allocations between free blocks, or allocate long-lived buffers first");
 }
 
 void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size)
@@ -130,8 +130,8 @@ void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size)
     if (!r || r_size < CCA_V1_OOM) return;
     cca_oom_report_t mine = { 0 };
     memcpy(&mine, r, r_size < sizeof mine ? r_size : sizeof mine);
-    plan(&mine);
-    advise(&mine, NULL);
+    oom_plan(&mine);
+    oom_advise(&mine, NULL);
     memcpy(r, &mine, r_size < sizeof mine ? r_size : sizeof mine);   /* the caller's unknown tail stays */
 }
 
@@ -142,8 +142,8 @@ void (cca_oom_judge)(cca_oom_report_t *r) { cca_oom_judge_sized(r, CCA_V1_OOM); 
 void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
 {
     cca_acct_t *acct = v->acct;
-    plan(r);
-    advise(r, &v->a->cfg);
+    oom_plan(r);
+    oom_advise(r, &v->a->cfg);
     if (!acct->last_oom) acct->last_oom = calloc(1, sizeof *acct->last_oom);   /* kept if host memory allows */
     if (acct->last_oom) {
         r->seq = acct->last_oom->seq + 1;
@@ -158,7 +158,7 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
 
 typedef struct callback { cca_oom_fn fn; void *arg; size_t size; } callback_t;
 
-static cca_status_t callback_view(cca_view_t *v, void *arg)
+static cca_status_t oom_callback_view(cca_view_t *v, void *arg)
 {
     *(callback_t *)arg = (callback_t){ v->acct->oom_cb, v->acct->oom_cb_arg, v->acct->oom_cb_size };
     return CCA_OK;
@@ -170,7 +170,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
     pending_id = 0;
     cca_oom_report_t r = pending;                     /* the callback may fail again and refill `pending` */
     callback_t cb;
-    _cca_view(a, callback_view, &cb);
+    _cca_view(a, oom_callback_view, &cb);
     cca_oom_fn fn = cb.fn;
     void *arg = cb.arg;
     size_t size = cb.size;
@@ -195,7 +195,7 @@ void _cca_oom_destroy(cca_acct_t *acct)
     acct->last_oom = NULL;
 }
 
-static cca_status_t set_callback_view(cca_view_t *v, void *arg)
+static cca_status_t oom_set_callback_view(cca_view_t *v, void *arg)
 {
     const callback_t *cb = arg;
     v->acct->oom_cb = cb->fn;
@@ -210,7 +210,7 @@ cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void 
     if (report_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
     callback_t cb = { fn, arg, report_size };
-    return _cca_view(a, set_callback_view, &cb);
+    return _cca_view(a, oom_set_callback_view, &cb);
 }
 
 cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg)
@@ -218,7 +218,7 @@ cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg
     return cca_set_oom_callback_sized(a, fn, arg, CCA_V1_OOM);
 }
 
-static cca_status_t last_view(cca_view_t *v, void *arg)
+static cca_status_t oom_last_view(cca_view_t *v, void *arg)
 {
     cca_oom_report_t *r = arg;
     if (v->acct->last_oom) *r = *v->acct->last_oom;
@@ -232,7 +232,7 @@ cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out
     if (out_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
     cca_oom_report_t r;
-    _cca_view(a, last_view, &r);
+    _cca_view(a, oom_last_view, &r);
     _cca_copy_out(out, out_size, &r, sizeof r);
     return CCA_OK;
 }

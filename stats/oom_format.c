@@ -6,8 +6,8 @@
 
 typedef struct out { char *buf; size_t len, total; } out_t;
 
-static void add(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(out_t *o, const char *fmt, ...)
+static void oom_format_add(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void oom_format_add(out_t *o, const char *fmt, ...)
 {
     size_t at = o->total < o->len ? o->total : o->len;
     va_list ap;
@@ -17,7 +17,7 @@ static void add(out_t *o, const char *fmt, ...)
     if (n > 0) o->total += (size_t)n;
 }
 
-static size_t format(const cca_oom_report_t *r, char *buf, size_t len);
+static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len);
 
 size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len)
 {
@@ -25,10 +25,10 @@ size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, cha
         if (buf && len) buf[0] = '\0';
         return 0;
     }
-    if (r_size >= sizeof *r) return format(r, buf, len);
+    if (r_size >= sizeof *r) return oom_format_format(r, buf, len);
     cca_oom_report_t mine = { 0 };                    /* an older caller's struct: what it has */
     memcpy(&mine, r, r_size);
-    return format(&mine, buf, len);
+    return oom_format_format(&mine, buf, len);
 }
 
 size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len)
@@ -36,25 +36,25 @@ size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len)
     return cca_oom_report_format_sized(r, CCA_V1_OOM, buf, len);
 }
 
-static size_t format(const cca_oom_report_t *r, char *buf, size_t len)
+static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len)
 {
     out_t o = { buf, buf ? len : 0, 0 };
     if (o.len) o.buf[0] = '\0';
     char b[8][32];
     if (r->verdict == CCA_OOM_NONE) {
-        add(&o, "cca: no out-of-memory on device %d\n", r->device);
+        oom_format_add(&o, "cca: no out-of-memory on device %d\n", r->device);
         return o.total;
     }
-    add(&o, "cca: out of memory on device %d: %s requested (%s rounded, %s pool, stream %#lx): %s\n", r->device,
+    oom_format_add(&o, "cca: out of memory on device %d: %s requested (%s rounded, %s pool, stream %#lx): %s\n", r->device,
         _cca_fmt_bytes(r->requested, b[0]), _cca_fmt_bytes(r->rounded, b[1]),
         r->pool == CCA_POOL_SMALL ? "small" : "large", (unsigned long)(uintptr_t)r->stream,
         cca_oom_verdict_string(r->verdict));
-    add(&o, "device %s total, %s free, %s outside cca; cap %s; reserved %s, allocated %s; "
+    oom_format_add(&o, "device %s total, %s free, %s outside cca; cap %s; reserved %s, allocated %s; "
             "at the request %s cached free, largest free block %s\n",
         _cca_fmt_bytes(r->device_total, b[0]), _cca_fmt_bytes(r->device_free, b[1]),
         _cca_fmt_bytes(r->external, b[2]), r->cap ? _cca_fmt_bytes(r->cap, b[3]) : "none",
         _cca_fmt_bytes(r->reserved, b[4]), _cca_fmt_bytes(r->allocated, b[5]),
         _cca_fmt_bytes(r->free_cached_before, b[6]), _cca_fmt_bytes(r->largest_free_before, b[7]));
-    add(&o, "advice: %s\n", r->advice);
+    oom_format_add(&o, "advice: %s\n", r->advice);
     return o.total;
 }

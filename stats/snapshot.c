@@ -5,23 +5,23 @@
 #include <string.h>
 #include "stats_internal.h"
 
-static cca_snapshot_state_t state_of(const cca_block_t *b)
+static cca_snapshot_state_t snapshot_state_of(const cca_block_t *b)
 {
     if (b->state == CCA_BLOCK_ALLOCATED) return CCA_STATE_ACTIVE_ALLOCATED;
     if (b->state == CCA_BLOCK_PENDING) return CCA_STATE_ACTIVE_PENDING_FREE;
     return CCA_STATE_INACTIVE;
 }
 
-static void copy_block(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
+static void snapshot_copy_block(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
 {
     *bi = (cca_block_info_t){
         .address = b->addr, .size = b->size, .requested_size = b->requested,
-        .state = state_of(b), .stream = si->stream, .pool = si->pool,
+        .state = snapshot_state_of(b), .stream = si->stream, .pool = si->pool,
         .segment_address = si->address,
     };
 }
 
-static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si,
+static void snapshot_copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si,
                          cca_block_info_t *blocks)
 {
     *si = (cca_segment_info_t){
@@ -29,7 +29,7 @@ static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_s
         .total_size = s->size, .stream = s->stream->handle,
     };
     for (const cca_block_t *b = s->first; b; b = b->next) {
-        copy_block(si, b, &blocks[si->n_blocks++]);
+        snapshot_copy_block(si, b, &blocks[si->n_blocks++]);
         if (b->state == CCA_BLOCK_FREE) continue;
         si->active_size += b->size;
         if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
@@ -37,7 +37,7 @@ static void copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_s
     }
 }
 
-static cca_status_t snap_view(cca_view_t *v, void *arg)
+static cca_status_t snapshot_snap_view(cca_view_t *v, void *arg)
 {
     const cca_allocator_t *a = v->a;
     cca_snap_t *out = arg;
@@ -48,7 +48,7 @@ static cca_status_t snap_view(cca_view_t *v, void *arg)
     out->blocks = malloc((nb ? nb : 1) * sizeof *out->blocks);
     if (!out->segs || !out->blocks) return CCA_ERROR_OUT_OF_MEMORY;
     for (const cca_segment_t *s = a->segments; s; s = s->next) {
-        copy_segment(a, s, &out->segs[out->n_segs], out->blocks + out->n_blocks);
+        snapshot_copy_segment(a, s, &out->segs[out->n_segs], out->blocks + out->n_blocks);
         out->n_blocks += out->segs[out->n_segs++].n_blocks;
     }
     return CCA_OK;
@@ -56,14 +56,14 @@ static cca_status_t snap_view(cca_view_t *v, void *arg)
 
 typedef struct keyed { cca_segment_info_t info; size_t first; } keyed_t;  /* first: index of its blocks */
 
-static int by_address(const void *x, const void *y)
+static int snapshot_by_address(const void *x, const void *y)
 {
     uintptr_t p = ((const keyed_t *)x)->info.address, q = ((const keyed_t *)y)->info.address;
     return (p > q) - (p < q);
 }
 
 /* Sorts the segments by address, moving each one's blocks along with it. */
-static cca_status_t sort_segments(cca_snap_t *s)
+static cca_status_t snapshot_sort_segments(cca_snap_t *s)
 {
     keyed_t *k = malloc((s->n_segs ? s->n_segs : 1) * sizeof *k);
     cca_block_info_t *sorted = malloc((s->n_blocks ? s->n_blocks : 1) * sizeof *sorted);
@@ -74,7 +74,7 @@ static cca_status_t sort_segments(cca_snap_t *s)
     }
     for (size_t i = 0, first = 0; i < s->n_segs; first += s->segs[i++].n_blocks)
         k[i] = (keyed_t){ s->segs[i], first };
-    qsort(k, s->n_segs, sizeof *k, by_address);
+    qsort(k, s->n_segs, sizeof *k, snapshot_by_address);
     for (size_t i = 0, n = 0; i < s->n_segs; n += k[i++].info.n_blocks) {
         s->segs[i] = k[i].info;
         memcpy(sorted + n, s->blocks + k[i].first, k[i].info.n_blocks * sizeof *sorted);
@@ -88,8 +88,8 @@ static cca_status_t sort_segments(cca_snap_t *s)
 cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out)
 {
     *out = (cca_snap_t){ 0 };
-    cca_status_t st = _cca_view(a, snap_view, out);
-    if (st == CCA_OK) st = sort_segments(out);
+    cca_status_t st = _cca_view(a, snapshot_snap_view, out);
+    if (st == CCA_OK) st = snapshot_sort_segments(out);
     if (st != CCA_OK) {
         _cca_snap_free(out);
         return _cca_fail(st, "cca snapshot: out of host memory");
@@ -106,7 +106,7 @@ void _cca_snap_free(cca_snap_t *s)
 
 /* What a callback gets: our struct itself when the caller's is no larger,
  * else a copy in a zeroed buffer of the caller's size. */
-static const void *as_callers(void *buf, size_t size, const void *ours, size_t n)
+static const void *snapshot_as_callers(void *buf, size_t size, const void *ours, size_t n)
 {
     if (!buf) return ours;
     memcpy(buf, ours, n);
@@ -134,9 +134,9 @@ cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, 
         const cca_block_info_t *b = s.blocks;
         int stop = 0;
         for (size_t i = 0; i < s.n_segs && !stop; b += s.segs[i++].n_blocks) {
-            if (seg_cb) stop = seg_cb(as_callers(sbuf, seg_size, &s.segs[i], sizeof s.segs[i]), arg);
+            if (seg_cb) stop = seg_cb(snapshot_as_callers(sbuf, seg_size, &s.segs[i], sizeof s.segs[i]), arg);
             for (size_t j = 0; j < s.segs[i].n_blocks && block_cb && !stop; j++)
-                stop = block_cb(as_callers(bbuf, block_size, &b[j], sizeof b[j]), arg);
+                stop = block_cb(snapshot_as_callers(bbuf, block_size, &b[j], sizeof b[j]), arg);
         }
         _cca_snap_free(&s);
     }

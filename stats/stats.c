@@ -4,27 +4,27 @@
  * judged and kept, and callbacks run after the core unlocks. */
 #include "stats_internal.h"
 
-static void changed(cca_view_t *v)
+static void stats_changed(cca_view_t *v)
 {
     if (v->acct->watch) _cca_watch_changed(v);
 }
 
-static void after_change(cca_allocator_t *a)
+static void stats_after_change(cca_allocator_t *a)
 {
     _cca_watch_deliver(a);                            /* crossings first: they happened before the failure */
     _cca_oom_deliver(a);
 }
 
-static void destroy(cca_acct_t *acct)
+static void stats_destroy(cca_acct_t *acct)
 {
     _cca_watch_destroy(acct);
     _cca_oom_destroy(acct);
 }
 
 const cca_acct_ops_t _cca_acct_ops = {
-    .changed = changed,
-    .after_change = after_change,
+    .changed = stats_changed,
+    .after_change = stats_after_change,
     .oom = _cca_oom_keep,
     .after_oom = _cca_oom_deliver,
-    .destroy = destroy,
+    .destroy = stats_destroy,
 };

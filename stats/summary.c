@@ -31,33 +31,33 @@ typedef struct figures {                              /* everything, taken under
     int device;
 } figures_t;
 
-static const char *value(int64_t v, bool bytes, char out[32])
+static const char *summary_value(int64_t v, bool bytes, char out[32])
 {
     if (bytes) return _cca_fmt_bytes(v < 0 ? 0 : (size_t)v, out);
     snprintf(out, 32, "%lld", (long long)v);
     return out;
 }
 
-static void stat_row(cca_emit_t *e, const char *label, const cca_stat_t *s, bool bytes)
+static void summary_stat_row(cca_emit_t *e, const char *label, const cca_stat_t *s, bool bytes)
 {
     char b[4][32];
-    _cca_emit(e, "| %-21s | %10s | %10s | %10s | %10s |\n", label, value(s->current, bytes, b[0]),
-              value(s->peak, bytes, b[1]), value(s->allocated, bytes, b[2]), value(s->freed, bytes, b[3]));
+    _cca_emit(e, "| %-21s | %10s | %10s | %10s | %10s |\n", label, summary_value(s->current, bytes, b[0]),
+              summary_value(s->peak, bytes, b[1]), summary_value(s->allocated, bytes, b[2]), summary_value(s->freed, bytes, b[3]));
 }
 
-static void stats_table(cca_emit_t *e, const figures_t *f)
+static void summary_stats_table(cca_emit_t *e, const figures_t *f)
 {
     _cca_emit(e, "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const cca_stat_t *s = (const cca_stat_t *)((const char *)&f->stats + rows[i].offset);
         _cca_emit(e, LINE);
-        stat_row(e, rows[i].label, &s[CCA_POOL_ALL], rows[i].bytes);
-        stat_row(e, "      from large pool", &s[CCA_POOL_LARGE], rows[i].bytes);
-        stat_row(e, "      from small pool", &s[CCA_POOL_SMALL], rows[i].bytes);
+        summary_stat_row(e, rows[i].label, &s[CCA_POOL_ALL], rows[i].bytes);
+        summary_stat_row(e, "      from large pool", &s[CCA_POOL_LARGE], rows[i].bytes);
+        summary_stat_row(e, "      from small pool", &s[CCA_POOL_SMALL], rows[i].bytes);
     }
 }
 
-static void header(cca_emit_t *e, const figures_t *f)
+static void summary_header(cca_emit_t *e, const figures_t *f)
 {
     char t[80], b[32];
     _cca_emit(e, RULE);
@@ -76,30 +76,30 @@ static void header(cca_emit_t *e, const figures_t *f)
     _cca_emit(e, RULE);
 }
 
-static void frag_line(cca_emit_t *e, const char *k1, const char *v1, const char *k2, const char *v2)
+static void summary_frag_line(cca_emit_t *e, const char *k1, const char *v1, const char *k2, const char *v2)
 {
     _cca_emit(e, "| %-21s | %-12s | %-21s | %-10s |\n", k1, v1, k2, v2);
 }
 
-static void frag_table(cca_emit_t *e, const cca_frag_t *g)
+static void summary_frag_table(cca_emit_t *e, const cca_frag_t *g)
 {
     char b[4][32];
     _cca_emit(e, LINE);
-    frag_line(e, "Free cached memory", _cca_fmt_bytes(g->free_cached, b[0]), "Largest free block", _cca_fmt_bytes(g->largest_free, b[1]));
+    summary_frag_line(e, "Free cached memory", _cca_fmt_bytes(g->free_cached, b[0]), "Largest free block", _cca_fmt_bytes(g->largest_free, b[1]));
     snprintf(b[2], 32, "%.2f%%", 100.0 * g->external_fragmentation);
     snprintf(b[3], 32, "%.2f%%", 100.0 * g->utilization);
-    frag_line(e, "Ext. fragmentation", b[2], "Utilization", b[3]);
-    frag_line(e, "Internal waste", _cca_fmt_bytes(g->internal_waste, b[0]), "Inactive split", _cca_fmt_bytes(g->inactive_split, b[1]));
+    summary_frag_line(e, "Ext. fragmentation", b[2], "Utilization", b[3]);
+    summary_frag_line(e, "Internal waste", _cca_fmt_bytes(g->internal_waste, b[0]), "Inactive split", _cca_fmt_bytes(g->inactive_split, b[1]));
 }
 
-static const char *pow2(int k, char out[16])
+static const char *summary_pow2(int k, char out[16])
 {
     static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     snprintf(out, 16, "%zu %s", (size_t)1 << (k % 10), units[k / 10]);
     return out;
 }
 
-static void class_table(cca_emit_t *e, const cca_frag_t *g)
+static void summary_class_table(cca_emit_t *e, const cca_frag_t *g)
 {
     _cca_emit(e, LINE);
     _cca_emit(e, "| %-19s | %-15s | %-15s | %-15s |\n", "Block size class", "Free", "Allocated", "Pending free");
@@ -107,7 +107,7 @@ static void class_table(cca_emit_t *e, const cca_frag_t *g)
         const cca_size_class_t *c = &g->classes[k];
         if (!c->free_blocks && !c->allocated_blocks && !c->pending_blocks) continue;
         char lo[16], hi[16], label[40], b[3][32];
-        snprintf(label, sizeof label, "[%s, %s)", pow2(k, lo), k + 1 < 64 ? pow2(k + 1, hi) : "16 EiB");
+        snprintf(label, sizeof label, "[%s, %s)", summary_pow2(k, lo), k + 1 < 64 ? summary_pow2(k + 1, hi) : "16 EiB");
         _cca_emit(e, "| %-19s | %4zu %10s | %4zu %10s | %4zu %10s |\n", label,
                   c->free_blocks, _cca_fmt_bytes(c->free_bytes, b[0]), c->allocated_blocks,
                   _cca_fmt_bytes(c->allocated_bytes, b[1]), c->pending_blocks, _cca_fmt_bytes(c->pending_bytes, b[2]));
@@ -139,10 +139,10 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
     }
     _cca_view(a, summary_view, f);
     _cca_emit_init(e, write, arg);
-    header(e, f);
-    stats_table(e, f);
-    frag_table(e, &f->frag);
-    class_table(e, &f->frag);
+    summary_header(e, f);
+    summary_stats_table(e, f);
+    summary_frag_table(e, &f->frag);
+    summary_class_table(e, &f->frag);
     bool ok = _cca_emit_finish(e);
     free(e);
     free(f);

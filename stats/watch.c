@@ -42,9 +42,9 @@ static _Thread_local struct { crossing_t *q; size_t n, cap; } tq;
 static pthread_key_t tq_key;                          /* frees the queue at thread exit */
 static pthread_once_t tq_once = PTHREAD_ONCE_INIT;
 
-static void tq_key_make(void) { pthread_key_create(&tq_key, free); }
+static void watch_tq_key_make(void) { pthread_key_create(&tq_key, free); }
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+static void *watch_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return p;
     size_t n = *cap ? *cap * 2 : 8;
@@ -55,12 +55,12 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Queues a crossing; dropped only if host memory runs out. */
-static void tq_push(const crossing_t *c)
+static void watch_tq_push(const crossing_t *c)
 {
-    crossing_t *q = grow(tq.q, &tq.cap, tq.n + 1, sizeof *q);
+    crossing_t *q = watch_grow(tq.q, &tq.cap, tq.n + 1, sizeof *q);
     if (!q) return;
     if (q != tq.q) {
-        pthread_once(&tq_once, tq_key_make);
+        pthread_once(&tq_once, watch_tq_key_make);
         pthread_setspecific(tq_key, q);
         tq.q = q;
     }
@@ -68,7 +68,7 @@ static void tq_push(const crossing_t *c)
 }
 
 /* Takes this thread's oldest crossing for allocator alloc_id. */
-static bool tq_take(uint64_t alloc_id, crossing_t *out)
+static bool watch_tq_take(uint64_t alloc_id, crossing_t *out)
 {
     for (size_t i = 0; i < tq.n; i++) {
         if (tq.q[i].alloc_id != alloc_id) continue;
@@ -80,7 +80,7 @@ static bool tq_take(uint64_t alloc_id, crossing_t *out)
     return false;
 }
 
-static inline size_t figure(const cca_stats_t *st, cca_watch_kind_t which)
+static inline size_t watch_figure(const cca_stats_t *st, cca_watch_kind_t which)
 {
     const cca_stat_t *s = which == CCA_WATCH_RESERVED ? st->reserved_bytes : st->allocated_bytes;
     return (size_t)s[CCA_POOL_ALL].current;
@@ -88,7 +88,7 @@ static inline size_t figure(const cca_stats_t *st, cca_watch_kind_t which)
 
 /* Crossings of one call go in the order the figure passed them: upward
  * through the lower thresholds first, downward through the higher ones. */
-static void sort_crossings(crossing_t *c, size_t n)
+static void watch_sort_crossings(crossing_t *c, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
         crossing_t x = c[i];
@@ -101,27 +101,27 @@ static void sort_crossings(crossing_t *c, size_t n)
     }
 }
 
-static void detect(const cca_view_t *v, cca_watch_kind_t which)
+static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
 {
     struct cca_watch_state *w = v->acct->watch;
-    size_t now = figure(&v->stats, which), first = tq.n;
+    size_t now = watch_figure(&v->stats, which), first = tq.n;
     for (size_t i = 0; i < w->n_th; i++) {
         threshold_t *t = &w->th[i];
         if (t->which != which || (now > t->bytes) == t->above) continue;
         t->above = now > t->bytes;
-        tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
+        watch_tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
     }
-    if (tq.n > first) sort_crossings(tq.q + first, tq.n - first);   /* tq.q may still be NULL */
+    if (tq.n > first) watch_sort_crossings(tq.q + first, tq.n - first);   /* tq.q may still be NULL */
 }
 
-static void update_scopes(const cca_view_t *v)
+static void watch_update_scopes(const cca_view_t *v)
 {
     struct cca_watch_state *w = v->acct->watch;
     int64_t count = v->stats.allocation[CCA_POOL_ALL].current, bytes = v->stats.allocated_bytes[CCA_POOL_ALL].current;
     int64_t dc = count - w->last_count, db = bytes - w->last_bytes;   /* one call: one malloc or one free */
     w->last_count = count;
     w->last_bytes = bytes;
-    size_t alloc = figure(&v->stats, CCA_WATCH_ALLOCATED), res = figure(&v->stats, CCA_WATCH_RESERVED);
+    size_t alloc = watch_figure(&v->stats, CCA_WATCH_ALLOCATED), res = watch_figure(&v->stats, CCA_WATCH_RESERVED);
     for (size_t i = 0; i < w->n_sc; i++) {
         cca_scope_result_t *r = &w->sc[i].r;
         if (alloc > r->peak_allocated) r->peak_allocated = alloc;
@@ -133,13 +133,13 @@ static void update_scopes(const cca_view_t *v)
 
 void _cca_watch_changed(cca_view_t *v)
 {
-    update_scopes(v);
+    watch_update_scopes(v);
     if (!v->acct->watch->n_th) return;
-    detect(v, CCA_WATCH_RESERVED);                    /* a segment is obtained before a block is taken from it */
-    detect(v, CCA_WATCH_ALLOCATED);
+    watch_detect(v, CCA_WATCH_RESERVED);                    /* a segment is obtained before a block is taken from it */
+    watch_detect(v, CCA_WATCH_ALLOCATED);
 }
 
-static cca_status_t alive_view(cca_view_t *v, void *arg)
+static cca_status_t watch_alive_view(cca_view_t *v, void *arg)
 {
     uint64_t id = *(uint64_t *)arg;
     const struct cca_watch_state *w = v->acct->watch;
@@ -151,8 +151,8 @@ static cca_status_t alive_view(cca_view_t *v, void *arg)
 void _cca_watch_deliver(cca_allocator_t *a)
 {
     crossing_t c;
-    while (tq.n && tq_take(a->id, &c))               /* a callback may queue more: still in order */
-        if (_cca_view(a, alive_view, &c.watch_id) == CCA_OK) c.fn(c.arg, c.which, c.now, c.rising);
+    while (tq.n && watch_tq_take(a->id, &c))               /* a callback may queue more: still in order */
+        if (_cca_view(a, watch_alive_view, &c.watch_id) == CCA_OK) c.fn(c.arg, c.which, c.now, c.rising);
 }
 
 void _cca_watch_destroy(cca_acct_t *acct)
@@ -165,7 +165,7 @@ void _cca_watch_destroy(cca_acct_t *acct)
 }
 
 /* The state exists and its last-seen figures are current. */
-static struct cca_watch_state *state(cca_view_t *v)
+static struct cca_watch_state *watch_state(cca_view_t *v)
 {
     cca_acct_t *acct = v->acct;
     if (!acct->watch && !(acct->watch = calloc(1, sizeof *acct->watch))) return NULL;
@@ -175,7 +175,7 @@ static struct cca_watch_state *state(cca_view_t *v)
 }
 
 /* Every change goes all locked and is seen while watches or scopes exist. */
-static void set_flag(cca_view_t *v)
+static void watch_set_flag(cca_view_t *v)
 {
     const struct cca_watch_state *w = v->acct->watch;
     _cca_view_hooks(v, w && (w->n_th || w->n_sc));
@@ -194,13 +194,13 @@ typedef struct watch_req {
 static cca_status_t watch_add_view(cca_view_t *v, void *arg)
 {
     watch_req_t *q = arg;
-    struct cca_watch_state *w = state(v);
-    threshold_t *th = w ? grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
+    struct cca_watch_state *w = watch_state(v);
+    threshold_t *th = w ? watch_grow(w->th, &w->cap_th, w->n_th + 1, sizeof *th) : NULL;
     if (!th) return CCA_ERROR_OUT_OF_MEMORY;
     w->th = th;
     q->id = ++w->next_id;
-    th[w->n_th++] = (threshold_t){ q->id, q->fn, q->arg, q->bytes, q->which, figure(&v->stats, q->which) > q->bytes };
-    set_flag(v);
+    th[w->n_th++] = (threshold_t){ q->id, q->fn, q->arg, q->bytes, q->which, watch_figure(&v->stats, q->which) > q->bytes };
+    watch_set_flag(v);
     return CCA_OK;
 }
 
@@ -218,7 +218,7 @@ cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, siz
     return CCA_OK;
 }
 
-static cca_status_t unwatch_view(cca_view_t *v, void *arg)
+static cca_status_t watch_unwatch_view(cca_view_t *v, void *arg)
 {
     uint64_t id = *(uint64_t *)arg;
     struct cca_watch_state *w = v->acct->watch;
@@ -226,29 +226,29 @@ static cca_status_t unwatch_view(cca_view_t *v, void *arg)
     while (w && i < w->n_th && w->th[i].id != id) i++;
     bool found = w && i < w->n_th;
     if (found) memmove(&w->th[i], &w->th[i + 1], (--w->n_th - i) * sizeof *w->th);
-    set_flag(v);
+    watch_set_flag(v);
     return found ? CCA_OK : CCA_ERROR_INVALID_ARGUMENT;
 }
 
 cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
-    if (_cca_view(a, unwatch_view, &id) != CCA_OK)
+    if (_cca_view(a, watch_unwatch_view, &id) != CCA_OK)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
     return CCA_OK;
 }
 
-static cca_status_t scope_begin_view(cca_view_t *v, void *arg)
+static cca_status_t watch_scope_begin_view(cca_view_t *v, void *arg)
 {
     watch_req_t *q = arg;
-    struct cca_watch_state *w = state(v);
-    scope_t *sc = w ? grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
+    struct cca_watch_state *w = watch_state(v);
+    scope_t *sc = w ? watch_grow(w->sc, &w->cap_sc, w->n_sc + 1, sizeof *sc) : NULL;
     if (!sc) return CCA_ERROR_OUT_OF_MEMORY;
     w->sc = sc;
     q->id = ++w->next_id;
-    sc[w->n_sc++] = (scope_t){ q->id, { .peak_allocated = figure(&v->stats, CCA_WATCH_ALLOCATED),
-                                        .peak_reserved = figure(&v->stats, CCA_WATCH_RESERVED) } };
-    set_flag(v);
+    sc[w->n_sc++] = (scope_t){ q->id, { .peak_allocated = watch_figure(&v->stats, CCA_WATCH_ALLOCATED),
+                                        .peak_reserved = watch_figure(&v->stats, CCA_WATCH_RESERVED) } };
+    watch_set_flag(v);
     return CCA_OK;
 }
 
@@ -256,7 +256,7 @@ cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
 {
     if (!a || !token) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
     watch_req_t q = { 0 };
-    if (_cca_view(a, scope_begin_view, &q) != CCA_OK)
+    if (_cca_view(a, watch_scope_begin_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
     *token = q.id;
     return CCA_OK;
@@ -267,7 +267,7 @@ cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_resul
     return cca_scope_end_sized(a, token, out, CCA_V1_SCOPE);
 }
 
-static cca_status_t scope_end_view(cca_view_t *v, void *arg)
+static cca_status_t watch_scope_end_view(cca_view_t *v, void *arg)
 {
     watch_req_t *q = arg;
     struct cca_watch_state *w = v->acct->watch;
@@ -278,7 +278,7 @@ static cca_status_t scope_end_view(cca_view_t *v, void *arg)
         if (q->out) _cca_copy_out(q->out, q->out_size, &w->sc[i].r, sizeof w->sc[i].r);
         w->sc[i] = w->sc[--w->n_sc];
     }
-    set_flag(v);
+    watch_set_flag(v);
     return found ? CCA_OK : CCA_ERROR_INVALID_ARGUMENT;
 }
 
@@ -288,7 +288,7 @@ cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_r
     if (out && out_size < CCA_V1_SCOPE)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: %zu bytes is no cca_scope_result_t", out_size);
     watch_req_t q = { .id = token, .out = out, .out_size = out_size };
-    if (_cca_view(a, scope_end_view, &q) != CCA_OK)
+    if (_cca_view(a, watch_scope_end_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
     return CCA_OK;
 }
