@@ -75,7 +75,6 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
 void          _cca_streams_reap(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
-void          _cca_stream_retire_locked(cca_allocator_t *a, cca_stream_t *st);
 bool          _cca_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
 void          _cca_registry_remove(cca_allocator_t *a);
 
