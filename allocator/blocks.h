@@ -47,17 +47,33 @@ static inline uint64_t _cca_gc_now(cca_allocator_t *a)
 /* park.c: the deferred merge (see there), behind -Dparking. */
 #if CCA_PARKING
 bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
-cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
+cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
 void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 void         _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 #else
 static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
 { (void)a; (void)st; (void)b; return false; }
-static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+static inline cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+                                            size_t requested)
 { (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
 static inline void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
 static inline void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
 #endif
+
+/* The block parked in st's pool, carved for a request of `size` bytes if
+ * best fit would serve it from the merged block (park.c); else NULL. */
+static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+{
+    return CCA_PARKING && st->parked[pool] ? _cca_unpark_block(a, st, pool, size, requested) : NULL;
+}
+
+/* Whether a free in st's pool should park its block: while parking pays
+ * (the parked blocks were taken again rather than flushed; park.c), and
+ * now and then while it does not, to notice when it would again. */
+static inline bool _cca_park_wanted(cca_stream_t *st, int pool)
+{
+    return CCA_PARKING && (st->park_score[pool] >= 2 || (++st->park_probe & 63) == 0);
+}
 
 /* Frees the block parked in st's pool, if there is one: the figures and
  * the merge it deferred (never fails; st locked). */

@@ -172,6 +172,8 @@ struct cca_stream {
     cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
     cca_block_t *spare;                               /* recycled block structs (via next) */
     cca_block_t *parked[CCA_POOL_COUNT];              /* per pool: last freed block, merge deferred */
+    uint8_t park_score[CCA_POOL_COUNT];               /* per pool: how well parking paid lately (park.c) */
+    uint8_t park_probe;                               /* frees since parking was last tried while it did not pay */
     cca_events_t events;                              /* events its pending blocks wait for */
     cca_bins_t *free[CCA_POOL_COUNT];                 /* free blocks, [SMALL] and [LARGE] (one allocation) */
     int64_t host_bytes;                               /* host memory its hot path allocated (block structs, map) */

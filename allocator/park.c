@@ -74,6 +74,7 @@ void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
     _cca_vacate_parked(a, st, pool);
     cca_block_t *b = st->parked[pool];
     st->parked[pool] = NULL;
+    if (st->park_score[pool]) st->park_score[pool]--;   /* it did not pay this time */
     _cca_ptrmap_take(&st->live, b->addr);
     _cca_insert_free(b);                              /* gc_base: when it was parked */
 }
@@ -87,10 +88,9 @@ static inline bool park_key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t
  * best fit on the merged state would choose the merged block: carved out
  * of it as a split would, in one step. NULL otherwise (the caller flushes
  * it and searches). */
-cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 {
     cca_block_t *b = st->parked[pool];
-    if (!b) return NULL;
     cca_block_t *n = b->next;
     bool nf = n && n->state == CCA_BLOCK_FREE;
     size_t msize = b->size + (nf ? n->size : 0);     /* the merged block */
@@ -118,6 +118,7 @@ cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t 
         }
     }
     st->parked[pool] = NULL;
+    if (st->park_score[pool] < 3) st->park_score[pool]++;   /* it paid */
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
         if (!same) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
         n->gc_base = _cca_gc_now(a);

@@ -147,6 +147,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         if (!(st = stream_record_new(a))) return NULL;
         st->key = key;
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
+        st->park_score[CCA_POOL_SMALL] = st->park_score[CCA_POOL_LARGE] = 2;   /* parking on until it does not pay */
         if (_cca_stream_is_per_thread_key(key) && !stream_register_exit(a, st)) {
             stream_body_free(st);
             stream_to_husks(a, st);
