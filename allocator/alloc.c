@@ -239,7 +239,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
                 _cca_flush_parked(a, st, pool);
                 slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
             }
-            if (_cca_park_wanted(st, pool) && _cca_park(a, st, b)) {
+            if (_cca_park_wanted(a, st, pool) && _cca_park(a, st, b)) {
                 done = true;
             } else {
                 cca_delta_t d;

@@ -70,9 +70,9 @@ static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int
 /* Whether a free in st's pool should park its block: while parking pays
  * (the parked blocks were taken again rather than flushed; park.c), and
  * now and then while it does not, to notice when it would again. */
-static inline bool _cca_park_wanted(cca_stream_t *st, int pool)
+static inline bool _cca_park_wanted(const cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    return CCA_PARKING && (st->park_score[pool] >= 2 || (++st->park_probe & 63) == 0);
+    return CCA_PARKING && (st->park_score[pool] >= 2 || (++st->park_probe & 63) == 0 || a->park_always);
 }
 
 /* Frees the block parked in st's pool, if there is one: the figures and

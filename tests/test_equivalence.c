@@ -9,6 +9,7 @@
  * block in the other pool. */
 #include <stdint.h>
 #include "common.h"
+#include "internal.h"                            /* park_always */
 
 #define OPS 6000
 #define LIVE 48
@@ -32,11 +33,14 @@ static size_t pingpong_size(uint64_t seed, int i)
     return (seed >> 20) % 5 == 0 ? cycle[(seed >> 24) % n] : cycle[i / 2 % n];
 }
 
+static bool park_always;                       /* the hot-path run parks every free it can */
+
 static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int nstreams, int pattern, run_t *out)
 {
     static const size_t sizes[] = { 512, 1000, 4096, 65536, 1 << 20, 3 << 20, 12 << 20, 25 << 20, 130 << 20 };
     cca_sim_reset();
     cca_allocator_t *a = make_alloc(conf);
+    a->park_always = park_always;
     uint64_t id;
     if (all_locked) cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, SIZE_MAX / 2, ignore, NULL, &id), CCA_OK);
     cudaStream_t streams[3] = { NULL, NULL, NULL };
@@ -104,7 +108,16 @@ static void compare_pattern(const char *conf, uint64_t seed, int nstreams, int p
     }
 }
 
-static void compare(const char *conf, uint64_t seed, int nstreams) { compare_pattern(conf, seed, nstreams, 0); }
+/* Each comparison twice: parking as it adapts, and parking whenever it can. */
+static void compare_both(const char *conf, uint64_t seed, int nstreams, int pattern)
+{
+    park_always = false;
+    compare_pattern(conf, seed, nstreams, pattern);
+    park_always = true;
+    compare_pattern(conf, seed, nstreams, pattern);
+}
+
+static void compare(const char *conf, uint64_t seed, int nstreams) { compare_both(conf, seed, nstreams, 0); }
 
 TestSuite(equivalence);
 
@@ -115,8 +128,8 @@ Test(equivalence, max_split_size) { compare("max_split_size_mb:64", 777, 1); }
 Test(equivalence, lean_preset) { compare("preset:lean", 4242, 1); }
 Test(equivalence, roundup_power2_divisions) { compare("roundup_power2_divisions:[1:2,8:4,>:8]", 5150, 1); }
 Test(equivalence, lean_preset_three_streams) { compare("preset:lean", 31337, 3); }
-Test(equivalence, pingpongs) { compare_pattern("", 2718, 1, 1); }
-Test(equivalence, pingpongs_three_streams) { compare_pattern("", 1618, 3, 1); }
-Test(equivalence, pingpongs_max_split_size) { compare_pattern("max_split_size_mb:24", 1414, 1, 1); }
-Test(equivalence, pingpongs_lean) { compare_pattern("preset:lean", 1732, 2, 1); }
-Test(equivalence, pingpongs_rounded) { compare_pattern("roundup_power2_divisions:4", 2236, 1, 1); }
+Test(equivalence, pingpongs) { compare_both("", 2718, 1, 1); }
+Test(equivalence, pingpongs_three_streams) { compare_both("", 1618, 3, 1); }
+Test(equivalence, pingpongs_max_split_size) { compare_both("max_split_size_mb:24", 1414, 1, 1); }
+Test(equivalence, pingpongs_lean) { compare_both("preset:lean", 1732, 2, 1); }
+Test(equivalence, pingpongs_rounded) { compare_both("roundup_power2_divisions:4", 2236, 1, 1); }
