@@ -60,13 +60,6 @@ static inline void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st,
 static inline void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
 #endif
 
-/* The block parked in st's pool, carved for a request of `size` bytes if
- * best fit would serve it from the merged block (park.c); else NULL. */
-static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
-{
-    return CCA_PARKING && st->parked[pool] ? _cca_unpark_block(a, st, pool, size, requested) : NULL;
-}
-
 /* Whether a free in st's pool should park its block: while parking pays
  * (the parked blocks were taken again rather than flushed; park.c), and
  * now and then while it does not, to notice when it would again. */
@@ -205,6 +198,40 @@ static inline void _cca_free_delta(cca_delta_t *d, const cca_allocator_t *a, con
     _cca_vacate_delta(d, a, b);
     d->rise = CCA_RISE_SPLIT;
     _cca_merge_part(d, b);
+}
+
+/* ---- parking's way back, inline for the hot path (park.c) ------------ */
+
+/* A parked block leaves the park as allocated for `requested` bytes. */
+static inline void _cca_unparked(cca_allocator_t *a, cca_stream_t *st, int pool, cca_block_t *b, size_t requested)
+{
+    (void)a;
+    st->parked[pool] = NULL;
+    if (st->park_score[pool] < 3) st->park_score[pool]++;   /* parking paid */
+    b->state = CCA_BLOCK_ALLOCATED;
+    b->requested = requested;
+}
+
+/* The block parked in st's pool, carved for a request of `size` bytes if
+ * best fit would serve it from the merged block; else NULL. The commonest
+ * case - the same size back, nothing else free in the pool, its figures
+ * still deferred - is decided here with best fit's own rules; the rest in
+ * park.c. */
+static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+{
+    cca_block_t *b = st->parked[pool];
+    if (!CCA_PARKING || !b) return NULL;
+    cca_block_t *n = b->next;
+    bool nf = n && n->state == CCA_BLOCK_FREE;
+    size_t msize = b->size + (nf ? n->size : 0);     /* the merged block */
+    if (size == b->size && !b->vacated && st->free[pool]->count == (size_t)nf && _cca_fit_ok(a, size, msize) &&
+        _cca_split_rule(a, pool, msize, size) == nf &&
+        _cca_ctr_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
+        if (nf) n->gc_base = _cca_gc_now(a);          /* as if split off the merged block anew */
+        _cca_unparked(a, st, pool, b, requested);
+        return b;
+    }
+    return _cca_unpark_block(a, st, pool, size, requested);
 }
 
 #endif /* CCA_BLOCKS_H */

@@ -87,7 +87,8 @@ static inline bool park_key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t
 /* A request of `size` bytes in st's pool served from the parked block, if
  * best fit on the merged state would choose the merged block: carved out
  * of it as a split would, in one step. NULL otherwise (the caller flushes
- * it and searches). */
+ * it and searches). The inline _cca_unpark (blocks.h) answers the same
+ * size back with nothing else free before calling this. */
 cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 {
     cca_block_t *b = st->parked[pool];
@@ -117,8 +118,6 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
             if (!_cca_ctr_apply2(a, st, pool, &v, &d)) return NULL;   /* ... its fall stays applied */
         }
     }
-    st->parked[pool] = NULL;
-    if (st->park_score[pool] < 3) st->park_score[pool]++;   /* it paid */
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
         if (!same) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
         n->gc_base = _cca_gc_now(a);
@@ -141,8 +140,7 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
         _cca_block_recycle(st, n);
     }
     b->size = split ? size : msize;
-    b->state = CCA_BLOCK_ALLOCATED;
-    b->requested = requested;
+    _cca_unparked(a, st, pool, b, requested);
     return b;
 }
 
