@@ -120,7 +120,7 @@ static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void 
         *ptr = (void *)b->addr;
         return true;
     }
-    _cca_flush_parked(a, st, pool);
+    _cca_flush_parked_unpaid(a, st, pool);
     if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
@@ -236,7 +236,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         if (!alloc_hooked(a) && b->n_uses == 0 && !st->dead) {
             int pool = b->seg->pool;
             if (st->parked[pool]) {                   /* its neighbours as they really are */
-                _cca_flush_parked(a, st, pool);
+                _cca_flush_parked_unpaid(a, st, pool);
                 slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
             }
             if (_cca_park_wanted(a, st, pool) && _cca_park(a, st, b)) {

@@ -75,6 +75,16 @@ static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int p
     if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(a, st, pool);
 }
 
+/* The same, when the stream's next request or free in the pool came
+ * instead of taking the parked block: parking did not pay this time. (A
+ * flush for an all-locked call or a completed event does not count.) */
+static inline void _cca_flush_parked_unpaid(cca_allocator_t *a, cca_stream_t *st, int pool)
+{
+    if (!CCA_PARKING || !st->parked[pool]) return;
+    if (st->park_score[pool]) st->park_score[pool]--;
+    _cca_flush_parked_block(a, st, pool);
+}
+
 /* Applies the figures the block parked in st's pool deferred, if any,
  * keeping it parked: st's figures are then exact (never fails). */
 static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int pool)

@@ -263,9 +263,10 @@ static inline bool counters_ctr_fits(const cca_ctrs_t *c, int pool, const cca_de
 }
 
 /* _cca_ctr_apply found a room below zero (d is applied): undo it, make room
- * and apply it again, or leave nothing changed and return false. With the
- * others held, the change is applied before they are let go, so the new
- * peaks are sums that really happen. */
+ * and apply it again, or return false with d undone (a `fall` stays
+ * applied: it needs no room; lease taken from other streams stays moved,
+ * which keeps every sum). With the others held, the change is applied
+ * before they are let go, so the new peaks are sums that really happen. */
 bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                          const cca_delta_t *d)
 {

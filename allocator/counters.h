@@ -48,8 +48,9 @@ static inline int64_t _cca_oversize(const cca_allocator_t *a, size_t size)
 /* Applies transition delta d (pool `pool`) to stream st's figures: the
  * counters unit's one entry. All locked, the public view and its peaks
  * follow. On the hot path (st locked) the change must stay within st's
- * leases: false if it cannot be made to (nothing changed; take the
- * all-locked path). Straight-line on the hot path: per figure two rooms
+ * leases: false if it cannot be made to (d not applied - a `fall` given to
+ * _cca_ctr_apply2 stays applied, and leases may have moved between
+ * streams; take the all-locked path). Straight-line on the hot path: per figure two rooms
  * (the pool's, all pools'), and for the figures the transition may raise
  * (d->rise, a constant once inlined) the increase total and one sign test
  * for all. */

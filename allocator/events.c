@@ -65,12 +65,16 @@ void _cca_process_events(cca_allocator_t *a)
 bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
 {
     cca_events_t *ev = &st->events;
-    _cca_flush_parked(a, st, CCA_POOL_SMALL);         /* merges need the real neighbours */
-    _cca_flush_parked(a, st, CCA_POOL_LARGE);
+    bool flushed = false;
     for (size_t i = 0; i < ev->n_pending;) {
         cudaError_t e = cudaEventQuery(ev->pending[i].event);
         if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
         if (e != cudaSuccess) events_wait_device(a);
+        if (!flushed) {                               /* a block may be freed: merges need the real neighbours */
+            _cca_flush_parked(a, st, CCA_POOL_SMALL);
+            _cca_flush_parked(a, st, CCA_POOL_LARGE);
+            flushed = true;
+        }
         if (!events_pending_done(a, st, i)) return false;
     }
     return true;

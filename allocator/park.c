@@ -8,13 +8,16 @@
  * merge makes is applied at once (it may rise, so it is checked against
  * the leases then). If best fit would serve the next request of its stream
  * and pool from the merged block, the request is carved out of it in place
- * (the same size: the block as it is, its figures moved by requested bytes
- * and the split change undone - _cca_ctr_retake; another size: one change
- * of bins instead of a merge and a split, the deferred figures applied and
- * then the take's). Anything else (another block fits better, another free
- * in the pool, an event completing, any all-locked call) first frees the
- * parked block for real: the deferred figures and the merge, which cannot
- * fail.
+ * (the same size: the block as it is, its figures - while still deferred
+ * - moved by requested bytes and the split change undone, _cca_ctr_retake;
+ * another size: one change of bins instead of a merge and a split, the
+ * deferred figures and the take's in one step). Anything else (another
+ * block fits better, another free in the pool, an event of the stream
+ * completing, any all-locked call) first frees the parked block for real:
+ * the deferred figures and the merge, which cannot fail. Whether to park
+ * at all adapts (_cca_park_wanted): a score per stream and pool rises when
+ * a parked block is taken again and falls when the next request or free
+ * came instead.
  *
  * Why the figures stay exact: while a block is parked its stream counts it
  * as still allocated - more than the truth, for figures that only fall -
@@ -74,7 +77,6 @@ void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
     _cca_vacate_parked(a, st, pool);
     cca_block_t *b = st->parked[pool];
     st->parked[pool] = NULL;
-    if (st->park_score[pool]) st->park_score[pool]--;   /* it did not pay this time */
     _cca_ptrmap_take(&st->live, b->addr);
     _cca_insert_free(b);                              /* gc_base: when it was parked */
 }

@@ -2,8 +2,9 @@
  *
  * stats/ reads through _cca_view alone: its function runs on one
  * consistent moment - the all-locked path: every stream's figures summed
- * into the public view, parked blocks freed, completed events settled -
- * with the public figures copied out exactly, and it may change only the
+ * into the public view, parked blocks freed (blocks whose events completed
+ * since the last allocation still show as pending, as in PyTorch) - with
+ * the public figures copied out exactly, and it may change only the
  * accounting's own state (v->acct) and, through _cca_view_hooks, whether
  * every change goes all locked to be told to it. The core, in turn, tells
  * stats/ what happened only through a->acct.ops. */
