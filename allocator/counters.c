@@ -272,6 +272,7 @@ bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const c
 {
     counters_ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
     (void)fall;
+    if (a->refuse_admit) return false;                /* tests: every passed lease goes all locked */
     if (counters_steal(a, st) && counters_ctr_fits(&st->ctr, pool, d)) {
         counters_ctr_add(&st->ctr, pool, d, 1);
         return true;

@@ -34,6 +34,7 @@ static size_t pingpong_size(uint64_t seed, int i)
 }
 
 static bool park_always;                       /* the hot-path run parks every free it can */
+static bool refuse_admit;                      /* ... and sends every passed lease all locked */
 
 static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int nstreams, int pattern, run_t *out)
 {
@@ -41,6 +42,7 @@ static void run_sequence(const char *conf, bool all_locked, uint64_t seed, int n
     cca_sim_reset();
     cca_allocator_t *a = make_alloc(conf);
     a->park_always = park_always;
+    a->refuse_admit = refuse_admit;
     uint64_t id;
     if (all_locked) cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, SIZE_MAX / 2, ignore, NULL, &id), CCA_OK);
     cudaStream_t streams[3] = { NULL, NULL, NULL };
@@ -108,13 +110,18 @@ static void compare_pattern(const char *conf, uint64_t seed, int nstreams, int p
     }
 }
 
-/* Each comparison twice: parking as it adapts, and parking whenever it can. */
+/* Each comparison three times: parking as it adapts, parking every free
+ * it can, and that with every lease passed on the hot path refused there
+ * (the refusal's own path: a carve-out's deferred figures stay applied). */
 static void compare_both(const char *conf, uint64_t seed, int nstreams, int pattern)
 {
-    park_always = false;
+    park_always = refuse_admit = false;
     compare_pattern(conf, seed, nstreams, pattern);
     park_always = true;
     compare_pattern(conf, seed, nstreams, pattern);
+    refuse_admit = true;
+    compare_pattern(conf, seed, nstreams, pattern);
+    park_always = refuse_admit = false;
 }
 
 static void compare(const char *conf, uint64_t seed, int nstreams) { compare_both(conf, seed, nstreams, 0); }
