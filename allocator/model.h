@@ -238,6 +238,7 @@ struct cca_allocator {
         void (*oom_cb)(const struct cca_oom_report *, void *);
         void *oom_cb_arg;
         size_t oom_cb_size;                           /* the callback's sizeof(cca_oom_report_t) */
+        bool oom_notices;                             /* queue a notice per OOM report (cca_oom_notices) */
     } acct;
 };
 

@@ -496,6 +496,40 @@ CCA_API cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t wh
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or an unknown id. */
 CCA_API cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id);
 
+/* ---- notices: watch crossings and out-of-memory for a delivery thread ----
+ * How bindings run their callbacks outside the allocating call and without
+ * holding anything the allocating thread needs (a Python binding: the
+ * GIL): the allocating thread only queues a notice, after it unlocked, and
+ * a thread of the binding's own waits for notices and runs the callbacks. */
+
+/* Like cca_watch_threshold, but each crossing is queued as a notice (one
+ * queue for the process, in crossing order) instead of calling a function. */
+CCA_API cca_status_t cca_watch_threshold_queued(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
+                                                uint64_t *id);
+
+/* on != 0: also queue a notice for each out-of-memory report of a (its
+ * seq in the notice; read it with cca_last_oom_report, which may by then
+ * hold a later one). CCA_ERROR_INVALID_ARGUMENT for a NULL allocator. */
+CCA_API cca_status_t cca_oom_notices(cca_allocator_t *a, int on);
+
+typedef enum cca_notice_kind {
+    CCA_NOTICE_NONE = 0,                /* none came before the timeout */
+    CCA_NOTICE_WATCH,                   /* a queued watch crossed its threshold */
+    CCA_NOTICE_OOM,                     /* an out-of-memory report */
+} cca_notice_kind_t;
+
+/* Takes the oldest notice of the process, waiting up to timeout_ms for one
+ * (negative: without limit; 0: not at all). Fills what the caller asks
+ * for (any pointer may be NULL): the device of the allocator, the watch's
+ * id (WATCH) or the report's seq (OOM), which figure, its threshold, the
+ * figure's bytes when crossed, and rising (1 above, 0 back at or below). */
+CCA_API cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
+                                          size_t *threshold, size_t *bytes, int *rising);
+
+/* Notices queued and not yet taken; notices dropped because host memory
+ * ran out (*dropped, may be NULL). */
+CCA_API size_t cca_notice_pending(uint64_t *dropped);
+
 #define CCA_SCOPE_RESULT_FIELDS(X) \
     X(size_t, peak_allocated, , "highest allocated bytes while the scope was open (all threads)") \
     X(size_t, peak_reserved, , "highest reserved bytes then") \

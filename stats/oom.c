@@ -150,17 +150,18 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
         *acct->last_oom = *r;
     }
     _cca_thread_oom_set(r);
-    if (acct->oom_cb) {                               /* delivered by _cca_oom_deliver after unlocking */
+    if (acct->oom_cb || acct->oom_notices) {          /* delivered by _cca_oom_deliver after unlocking */
         pending_id = v->a->id;
         pending = *r;
     }
 }
 
-typedef struct callback { cca_oom_fn fn; void *arg; size_t size; } callback_t;
+typedef struct callback { cca_oom_fn fn; void *arg; size_t size; bool notice; } callback_t;
 
 static cca_status_t oom_callback_view(cca_view_t *v, void *arg)
 {
-    *(callback_t *)arg = (callback_t){ v->acct->oom_cb, v->acct->oom_cb_arg, v->acct->oom_cb_size };
+    *(callback_t *)arg = (callback_t){ v->acct->oom_cb, v->acct->oom_cb_arg, v->acct->oom_cb_size,
+                                       v->acct->oom_notices };
     return CCA_OK;
 }
 
@@ -174,6 +175,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
     cca_oom_fn fn = cb.fn;
     void *arg = cb.arg;
     size_t size = cb.size;
+    if (cb.notice) _cca_notice_oom(a->cfg.device, r.seq);   /* the report's seq: cca_last_oom_report */
     if (!fn) return;
     cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
     if (size <= sizeof r) {
@@ -204,12 +206,24 @@ static cca_status_t oom_set_callback_view(cca_view_t *v, void *arg)
     return CCA_OK;
 }
 
+static cca_status_t oom_notices_view(cca_view_t *v, void *arg)
+{
+    v->acct->oom_notices = *(int *)arg != 0;
+    return CCA_OK;
+}
+
+cca_status_t cca_oom_notices(cca_allocator_t *a, int on)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_oom_notices: allocator is NULL");
+    return _cca_view(a, oom_notices_view, &on);
+}
+
 cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
     if (report_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
-    callback_t cb = { fn, arg, report_size };
+    callback_t cb = { fn, arg, report_size, false };
     return _cca_view(a, oom_set_callback_view, &cb);
 }
 

@@ -151,8 +151,11 @@ static cca_status_t watch_alive_view(cca_view_t *v, void *arg)
 void _cca_watch_deliver(cca_allocator_t *a)
 {
     crossing_t c;
-    while (tq.n && watch_tq_take(a->id, &c))               /* a callback may queue more: still in order */
-        if (_cca_view(a, watch_alive_view, &c.watch_id) == CCA_OK) c.fn(c.arg, c.which, c.now, c.rising);
+    while (tq.n && watch_tq_take(a->id, &c)) {            /* a callback may queue more: still in order */
+        if (_cca_view(a, watch_alive_view, &c.watch_id) != CCA_OK) continue;
+        if (c.fn) c.fn(c.arg, c.which, c.now, c.rising);
+        else _cca_notice_watch(a->cfg.device, c.watch_id, c.which, c.threshold, c.now, c.rising);   /* queued */
+    }
 }
 
 void _cca_watch_destroy(cca_acct_t *acct)
@@ -214,6 +217,19 @@ cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, siz
     watch_req_t q = { .which = which, .bytes = bytes, .fn = fn, .arg = arg };
     if (_cca_view(a, watch_add_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
+    *id = q.id;
+    return CCA_OK;
+}
+
+cca_status_t cca_watch_threshold_queued(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, uint64_t *id)
+{
+    if (!a || !id)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: %s is NULL", !a ? "allocator" : "id");
+    if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: unknown kind %d", (int)which);
+    watch_req_t q = { .which = which, .bytes = bytes, .fn = NULL };   /* no function: its crossings are notices */
+    if (_cca_view(a, watch_add_view, &q) != CCA_OK)
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold_queued: out of host memory");
     *id = q.id;
     return CCA_OK;
 }

@@ -326,3 +326,98 @@ Test(watch, threads_churning_keep_exact_counts)
     cr_assert_eq(cca_unwatch(a, id), CCA_OK);
     finish(a);
 }
+
+/* ---- notices: queued watches and OOM reports for a delivery thread ---- */
+
+static void drain_notices(void)
+{
+    while (cca_notice_wait(0, NULL, NULL, NULL, NULL, NULL, NULL) != CCA_NOTICE_NONE) {}
+}
+
+static void expect_notice(uint64_t id, int rising, size_t bytes, size_t threshold, cca_watch_kind_t which)
+{
+    int device = -1, r = -1;
+    uint64_t got = 0;
+    cca_watch_kind_t w = (cca_watch_kind_t)-1;
+    size_t th = 0, now = 0;
+    cr_assert_eq(cca_notice_wait(1000, &device, &got, &w, &th, &now, &r), CCA_NOTICE_WATCH, "a notice is queued");
+    cr_assert_eq(device, 0);
+    cr_assert_eq(got, id, "watch id %llu, expected %llu", (unsigned long long)got, (unsigned long long)id);
+    cr_assert_eq(r, rising);
+    cr_assert_eq(now, bytes, "bytes %zu, expected %zu", now, bytes);
+    cr_assert_eq(th, threshold);
+    cr_assert_eq(w, which);
+}
+
+Test(watch, queued_crossings_become_notices_in_order)
+{
+    drain_notices();
+    cca_allocator_t *a = make_alloc("");
+    uint64_t lo, hi;
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 6 * MiB, &lo), CCA_OK);
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 3 * MiB, &hi), CCA_OK);
+    cr_assert_eq(cca_notice_pending(NULL), 0u);
+    void *p = alloc_ok(a, 8 * MiB, NULL);             /* crosses 3 MiB, then 6 MiB, in one call */
+    cr_assert_eq(cca_notice_pending(NULL), 2u, "queued by the allocating call, nothing called");
+    expect_notice(hi, 1, 8 * MiB, 3 * MiB, CCA_WATCH_ALLOCATED);
+    expect_notice(lo, 1, 8 * MiB, 6 * MiB, CCA_WATCH_ALLOCATED);
+    cr_assert_eq(cca_unwatch(a, lo), CCA_OK);
+    free_ok(a, p);                                    /* only the remaining watch falls back */
+    expect_notice(hi, 0, 0, 3 * MiB, CCA_WATCH_ALLOCATED);
+    cr_assert_eq(cca_notice_wait(0, NULL, NULL, NULL, NULL, NULL, NULL), CCA_NOTICE_NONE, "nothing more");
+    uint64_t dropped = 1;
+    cca_notice_pending(&dropped);
+    cr_assert_eq(dropped, 0u);
+    cr_assert_eq(cca_watch_threshold_queued(a, (cca_watch_kind_t)7, 1, &lo), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch_threshold_queued(NULL, CCA_WATCH_ALLOCATED, 1, &lo), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 1, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    finish(a);
+}
+
+static void *notice_waiter(void *arg)
+{
+    int *kind = arg;
+    *kind = (int)cca_notice_wait(-1, NULL, NULL, NULL, NULL, NULL, NULL);
+    return NULL;
+}
+
+Test(watch, notice_wait_blocks_until_a_crossing_and_times_out)
+{
+    drain_notices();
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_notice_wait(30, NULL, NULL, NULL, NULL, NULL, NULL), CCA_NOTICE_NONE, "times out empty");
+    uint64_t id;
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_RESERVED, 1 * MiB, &id), CCA_OK);
+    int kind = -1;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, notice_waiter, &kind), 0);
+    void *p = alloc_ok(a, 512, NULL);                 /* reserves a 2 MiB segment: crosses 1 MiB */
+    pthread_join(t, NULL);
+    cr_assert_eq(kind, CCA_NOTICE_WATCH);
+    free_ok(a, p);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);          /* reserved falls back to 0 */
+    expect_notice(id, 0, 0, 1 * MiB, CCA_WATCH_RESERVED);
+    finish(a);
+}
+
+Test(watch, oom_reports_become_notices)
+{
+    drain_notices();
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_oom_notices(NULL, 1), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_oom_notices(a, 1), CCA_OK);
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    int device = -1;
+    uint64_t seq = 0;
+    cr_assert_eq(cca_notice_wait(1000, &device, &seq, NULL, NULL, NULL, NULL), CCA_NOTICE_OOM);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(seq, r.seq, "the notice names the report");
+    cr_assert_eq(device, 0);
+    cr_assert_eq(cca_oom_notices(a, 0), CCA_OK);
+    cr_assert_eq(cca_malloc(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(cca_notice_pending(NULL), 0u, "off again");
+    finish(a);
+}

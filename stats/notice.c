@@ -1,0 +1,107 @@
+/* notice.c - the process's queue of notices (watch crossings, out-of-memory
+ * reports) for bindings' delivery threads: pushed by the thread whose call
+ * crossed, after it unlocked the allocator; taken in order by
+ * cca_notice_wait, which a binding calls without holding anything the
+ * allocating threads need. One mutex and one condition variable; a FIFO
+ * ring that grows by doubling (a push that finds no host memory is counted
+ * as dropped). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include "stats_internal.h"
+
+typedef struct notice {
+    cca_notice_kind_t kind;
+    int device;
+    uint64_t id;
+    cca_watch_kind_t which;
+    size_t threshold, bytes;
+    int rising;
+} notice_t;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    notice_t *ring;
+    size_t cap, head, n;                              /* oldest at ring[head] */
+    uint64_t dropped;
+} nq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0 };
+
+static bool notice_grow(void)
+{
+    size_t cap = nq.cap ? nq.cap * 2 : 64;
+    notice_t *r = malloc(cap * sizeof *r);
+    if (!r) return false;
+    for (size_t i = 0; i < nq.n; i++) r[i] = nq.ring[(nq.head + i) % nq.cap];
+    free(nq.ring);
+    nq.ring = r;
+    nq.cap = cap;
+    nq.head = 0;
+    return true;
+}
+
+static void notice_push(const notice_t *x)
+{
+    pthread_mutex_lock(&nq.mu);
+    if (nq.n == nq.cap && !notice_grow()) {
+        nq.dropped++;
+    } else {
+        nq.ring[(nq.head + nq.n) % nq.cap] = *x;
+        nq.n++;
+        pthread_cond_signal(&nq.cv);
+    }
+    pthread_mutex_unlock(&nq.mu);
+}
+
+void _cca_notice_watch(int device, uint64_t id, cca_watch_kind_t which, size_t threshold, size_t bytes, int rising)
+{
+    notice_push(&(notice_t){ CCA_NOTICE_WATCH, device, id, which, threshold, bytes, rising });
+}
+
+void _cca_notice_oom(int device, uint64_t seq)
+{
+    notice_push(&(notice_t){ CCA_NOTICE_OOM, device, seq, CCA_WATCH_ALLOCATED, 0, 0, 0 });
+}
+
+cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
+                                  size_t *threshold, size_t *bytes, int *rising)
+{
+    struct timespec until;
+    if (timeout_ms > 0) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    }
+    pthread_mutex_lock(&nq.mu);
+    while (!nq.n && timeout_ms != 0) {
+        if (timeout_ms < 0) pthread_cond_wait(&nq.cv, &nq.mu);
+        else if (pthread_cond_timedwait(&nq.cv, &nq.mu, &until) == ETIMEDOUT) break;
+    }
+    notice_t x = { .kind = CCA_NOTICE_NONE };
+    if (nq.n) {
+        x = nq.ring[nq.head];
+        nq.head = (nq.head + 1) % nq.cap;
+        nq.n--;
+    }
+    pthread_mutex_unlock(&nq.mu);
+    if (x.kind != CCA_NOTICE_NONE) {
+        if (device) *device = x.device;
+        if (id) *id = x.id;
+        if (which) *which = x.which;
+        if (threshold) *threshold = x.threshold;
+        if (bytes) *bytes = x.bytes;
+        if (rising) *rising = x.rising;
+    }
+    return x.kind;
+}
+
+size_t cca_notice_pending(uint64_t *dropped)
+{
+    pthread_mutex_lock(&nq.mu);
+    size_t n = nq.n;
+    if (dropped) *dropped = nq.dropped;
+    pthread_mutex_unlock(&nq.mu);
+    return n;
+}
