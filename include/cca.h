@@ -526,9 +526,10 @@ typedef enum cca_notice_kind {
 CCA_API cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
                                           size_t *threshold, size_t *bytes, int *rising);
 
-/* Notices queued and not yet taken; notices dropped because host memory
- * ran out (*dropped, may be NULL). */
-CCA_API size_t cca_notice_pending(uint64_t *dropped);
+/* Notices queued and not yet taken; notices queued since the process
+ * started (*queued) and dropped because host memory ran out (*dropped);
+ * either pointer may be NULL. */
+CCA_API size_t cca_notice_pending(uint64_t *queued, uint64_t *dropped);
 
 #define CCA_SCOPE_RESULT_FIELDS(X) \
     X(size_t, peak_allocated, , "highest allocated bytes while the scope was open (all threads)") \

@@ -25,8 +25,8 @@ static struct {
     pthread_cond_t cv;
     notice_t *ring;
     size_t cap, head, n;                              /* oldest at ring[head] */
-    uint64_t dropped;
-} nq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0 };
+    uint64_t queued, dropped;
+} nq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0 };
 
 static bool notice_grow(void)
 {
@@ -49,6 +49,7 @@ static void notice_push(const notice_t *x)
     } else {
         nq.ring[(nq.head + nq.n) % nq.cap] = *x;
         nq.n++;
+        nq.queued++;
         pthread_cond_signal(&nq.cv);
     }
     pthread_mutex_unlock(&nq.mu);
@@ -97,10 +98,11 @@ cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca
     return x.kind;
 }
 
-size_t cca_notice_pending(uint64_t *dropped)
+size_t cca_notice_pending(uint64_t *queued, uint64_t *dropped)
 {
     pthread_mutex_lock(&nq.mu);
     size_t n = nq.n;
+    if (queued) *queued = nq.queued;
     if (dropped) *dropped = nq.dropped;
     pthread_mutex_unlock(&nq.mu);
     return n;

@@ -27,6 +27,7 @@ __all__ = [
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
     "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
+    "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor",
 ]
 
 _STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -367,3 +368,6 @@ def check(device=None):
     """Walks every segment and block and checks every figure; CcaError with
     the first violation."""
     _check(_lib.lib().cca_check(_allocator(device)), "cca_check")
+
+
+from .monitoring import Crossing, Monitor, OomHandler, ProfileResult, Watch, on_oom, profile, watch  # noqa: E402

@@ -133,6 +133,14 @@ def _declare(lib):
         "cca_struct_layouts": (c.POINTER(_StructLayout), [c.POINTER(sz)]),
         "cca_config_keys": (vp, [c.POINTER(sz)]),
         "cca_stream_retire": (st, [vp, vp]),
+        "cca_watch_threshold_queued": (st, [vp, i, sz, c.POINTER(c.c_uint64)]),
+        "cca_unwatch": (st, [vp, c.c_uint64]),
+        "cca_oom_notices": (st, [vp, i]),
+        "cca_notice_wait": (i, [i, c.POINTER(i), c.POINTER(c.c_uint64), c.POINTER(i), c.POINTER(sz), c.POINTER(sz),
+                                c.POINTER(i)]),
+        "cca_notice_pending": (sz, [c.POINTER(c.c_uint64), c.POINTER(c.c_uint64)]),
+        "cca_scope_begin": (st, [vp, c.POINTER(c.c_uint64)]),
+        "cca_scope_end_sized": (st, [vp, c.c_uint64, vp, sz]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
