@@ -97,6 +97,7 @@ extern const cca_acct_ops_t _cca_acct_ops;           /* stats/stats.c */
 /* errors.c: this thread's last OOM report (verdict NONE: none since its
  * last out-of-memory failure). */
 void                    _cca_thread_oom_set(const cca_oom_report_t *r);
+void                    _cca_error_append(const char *text);   /* a line more in cca_last_error_string() */
 const cca_oom_report_t *_cca_thread_oom(void);
 
 #endif /* CCA_CORE_H */

@@ -4,9 +4,10 @@
  * device, memory info). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "internal.h"
 
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[1536];
 static _Thread_local cca_oom_report_t thread_oom;     /* verdict NONE (0): none since the last OOM failure */
 
 void _cca_thread_oom_set(const cca_oom_report_t *r) { thread_oom = *r; }
@@ -49,6 +50,14 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
     va_end(ap);
     if (s == CCA_ERROR_OUT_OF_MEMORY) thread_oom.verdict = CCA_OOM_NONE;   /* an allocation's report follows */
     return s;
+}
+
+/* Adds a line to this thread's last error text (an OOM's report, so that
+ * callers who only see a NULL can read it); cut to fit. */
+void _cca_error_append(const char *text)
+{
+    size_t n = strlen(last_error);
+    if (n + 1 < sizeof last_error) snprintf(last_error + n, sizeof last_error - n, "\n%s", text);
 }
 
 /* Clears an error cca caused and handled from the runtime's last-error slot. */

@@ -262,3 +262,28 @@ CCA_HOOK int cca_hooks_throws_torch_oom(void)
     return 0;
 #endif
 }
+
+// ---- CuPy's CFunctionAllocator ----------------------------------------------
+// cupy.cuda.memory.CFunctionAllocator(param, malloc, free, owner) calls these
+// from plain Cython code: no stream (the legacy default stream here), no
+// check of the result, and an exception would abort the process. So they
+// never throw: a failure is NULL, with cca's text (and, for an
+// out-of-memory, its report's first line) in cca_last_error_string(). For
+// default-stream programs; cca.allocators.cupy.install() allocates on
+// CuPy's current stream instead.
+
+CCA_HOOK void *cca_cupy_malloc(void *param, size_t size, int device) noexcept
+{
+    (void)param;
+    cca_allocator_t *a = nullptr;
+    void *p = nullptr;
+    if (cca_default(device, &a) != CCA_OK || cca_malloc(a, &p, size, nullptr) != CCA_OK) return nullptr;
+    return p;
+}
+
+CCA_HOOK void cca_cupy_free(void *param, void *ptr, int device) noexcept
+{
+    (void)param;
+    cca_allocator_t *a = nullptr;
+    if (ptr && cca_default(device, &a) == CCA_OK) cca_free(a, ptr);   /* a bad pointer: a status, nothing else */
+}

@@ -150,6 +150,12 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
         *acct->last_oom = *r;
     }
     _cca_thread_oom_set(r);
+    char text[1024];
+    if (cca_oom_report_format_sized(r, sizeof *r, text, sizeof text) > 0) {
+        size_t n = strlen(text);
+        while (n && text[n - 1] == '\n') text[--n] = 0;
+        _cca_error_append(text);                      /* for callers that only see a NULL */
+    }
     if (acct->oom_cb || acct->oom_notices) {          /* delivered by _cca_oom_deliver after unlocking */
         pending_id = v->a->id;
         pending = *r;

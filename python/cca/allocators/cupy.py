@@ -1,0 +1,141 @@
+"""cca as CuPy's allocator, sharing one cache with PyTorch (and Numba)::
+
+    import cca.allocators.cupy
+    cca.allocators.cupy.install()           # cupy.cuda.set_allocator(...)
+
+Each allocation comes from cca's allocator of CuPy's current device, on
+CuPy's current stream (blocks are reused on the stream they were allocated
+on, as cca does for torch), and goes back to cca when CuPy drops the
+memory. An out-of-memory raises CuPy's ``OutOfMemoryError`` with cca's
+report attached (``.cca_report``, and its lines in the message).
+
+For programs that only use the default stream, the hook library also
+exports ``cca_cupy_malloc`` / ``cca_cupy_free`` for CuPy's
+``CFunctionAllocator`` (``c_function_allocator()`` builds one): no Python
+per allocation, and they never throw - a failure is a NULL (CuPy then
+raises its own error) with cca's report in ``cca_last_error_string()``.
+
+``Pool`` answers CuPy's memory-pool questions from cca: ``used_bytes``,
+``total_bytes``, ``free_bytes``, ``free_all_blocks``, ``set_limit``,
+``get_limit``.
+"""
+
+import ctypes
+import sys
+
+import cca
+from cca import _lib
+
+__all__ = ["install", "malloc", "c_function_allocator", "Pool"]
+
+
+def _cupy():
+    import cupy                                       # noqa: imported on use: cca works without CuPy
+    return cupy
+
+
+class _Block:
+    """The owner CuPy keeps with the memory: frees it to cca when dropped."""
+
+    __slots__ = ("ptr", "device", "allocator", "__weakref__")
+
+    def __init__(self, ptr, device, allocator):
+        self.ptr, self.device, self.allocator = ptr, device, allocator
+
+    def __del__(self):
+        if self.ptr and sys is not None:              # not while the interpreter tears down
+            _lib.lib().cca_free(self.allocator, self.ptr)
+            self.ptr = 0
+
+
+def malloc(size):
+    """CuPy's allocator function: size -> cupy.cuda.MemoryPointer, from
+    cca, on CuPy's current device and stream."""
+    cupy = _cupy()
+    device = cupy.cuda.Device().id
+    stream = cupy.cuda.get_current_stream()
+    handle = int(getattr(stream, "ptr", 0) or 0)      # 0: the legacy default stream, as CuPy's null stream
+    a = cca._allocator(device)
+    p = ctypes.c_void_p()
+    st = _lib.lib().cca_malloc(a, ctypes.byref(p), int(size), ctypes.c_void_p(handle) if handle else None)
+    if st != 0:
+        if _lib.lib().cca_status_string(st) == b"CCA_ERROR_OUT_OF_MEMORY":
+            report = cca._thread_oom_report()
+            total = cca.memory_allocated(device)
+            limit = cca.mem_get_info(device)[1]
+            err = cupy.cuda.memory.OutOfMemoryError(int(size), total, limit)
+            err.cca_report = report
+            if report is not None:
+                err.args = (str(err.args[0] if err.args else err) + "\n" + str(report),) + tuple(err.args[1:])
+            raise err
+        cca._check(st, "cca.allocators.cupy.malloc")
+    owner = _Block(p.value, device, a)
+    mem = cupy.cuda.UnownedMemory(p.value or 0, int(size), owner, device)
+    return cupy.cuda.MemoryPointer(mem, 0)
+
+
+def install():
+    """Makes cca CuPy's allocator (cupy.cuda.set_allocator(malloc))."""
+    _cupy().cuda.set_allocator(malloc)
+    return malloc
+
+
+def c_function_allocator():
+    """A cupy.cuda.memory.CFunctionAllocator over the hook library's
+    cca_cupy_malloc / cca_cupy_free (legacy default stream; no Python per
+    allocation); pass it to cupy.cuda.set_allocator(alloc.malloc)."""
+    cupy = _cupy()
+    _lib.lib()                                        # libcca first: the hooks bind to this one
+    hooks = ctypes.CDLL(_lib.hooks_path(torch_variant=False))
+    m = ctypes.cast(hooks.cca_cupy_malloc, ctypes.c_void_p).value
+    f = ctypes.cast(hooks.cca_cupy_free, ctypes.c_void_p).value
+    return cupy.cuda.memory.CFunctionAllocator(0, m, f, hooks)
+
+
+class Pool:
+    """CuPy's memory-pool questions, answered by cca's allocator of a device
+    (None: the current one): used_bytes (allocated), total_bytes
+    (reserved), free_bytes (cached: reserved - allocated), free_all_blocks
+    (cca's empty_cache), set_limit / get_limit (cca's cap)."""
+
+    def __init__(self, device=None):
+        self.device = device
+
+    def used_bytes(self):
+        return cca.memory_allocated(self.device)
+
+    def total_bytes(self):
+        return cca.memory_reserved(self.device)
+
+    def free_bytes(self):
+        return self.total_bytes() - self.used_bytes()
+
+    def free_all_blocks(self, stream=None):
+        del stream                                    # every device's unused segments go back
+        cca.empty_cache()
+
+    def set_limit(self, size=None, fraction=None):
+        """As CuPy's: a byte limit or a fraction of the device (both None or
+        0: no limit)."""
+        a = cca._allocator(self.device)
+        if fraction is not None and size is not None:
+            raise ValueError("cca Pool.set_limit: give size or fraction, not both")
+        lib = _lib.lib()
+        if fraction is not None:
+            if not 0 <= float(fraction) <= 1:
+                raise ValueError("cca Pool.set_limit: fraction must be in [0, 1], got %r" % (fraction,))
+            cca._check(lib.cca_set_memory_limit(a, 0), "set_limit")
+            cca._check(lib.cca_set_memory_fraction(a, float(fraction)), "set_limit")
+        else:
+            size = int(size or 0)
+            if size < 0:
+                raise ValueError("cca Pool.set_limit: size must be >= 0, got %d" % size)
+            cca._check(lib.cca_set_memory_fraction(a, 0.0), "set_limit")
+            cca._check(lib.cca_set_memory_limit(a, size), "set_limit")
+
+    def get_limit(self):
+        """The cap in bytes; 0 when there is none (as CuPy)."""
+        cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
+        cca._check(_lib.lib().cca_get_memory_cap(cca._allocator(self.device), ctypes.byref(cap), ctypes.byref(frac),
+                                                  ctypes.byref(limit)), "get_limit")
+        return int(cap.value)

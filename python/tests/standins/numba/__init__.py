@@ -1,0 +1,2 @@
+"""Numba stand-in (tests only): see ../README."""
+from . import cuda  # noqa: F401

@@ -1,0 +1,197 @@
+"""CuPy's and Numba's adapters on the simulated device, against stand-in
+modules with the interfaces the adapters use (tests/standins; the real
+frameworks run in scripts/gpu-check): one cache with cca's other users,
+the current stream, the OOM errors each framework raises with cca's
+report, CuPy's CFunctionAllocator fast path, the pool methods, Numba's
+plugin variable."""
+import ctypes
+import gc
+import importlib
+import json
+import os
+import sys
+
+import pytest
+
+import cca
+from cca import _lib
+
+MiB = 1 << 20
+STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
+
+
+@pytest.fixture
+def standins(monkeypatch):
+    monkeypatch.syspath_prepend(STANDINS)
+    for name in list(sys.modules):
+        if name.split(".")[0] in ("cupy", "numba") or name in ("cca.allocators.cupy", "cca.allocators.numba"):
+            monkeypatch.delitem(sys.modules, name)
+    yield
+    for name in list(sys.modules):
+        if name.split(".")[0] in ("cupy", "numba"):
+            del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def dev(sim):
+    return sim.fresh_device()
+
+
+@pytest.fixture(scope="module")
+def small(sim):
+    return sim.fresh_device(capacity=64 * MiB)
+
+
+def _stream_of(device, ptr):
+    """The stream the snapshot names for the segment holding ptr."""
+    for seg in cca.memory_snapshot():
+        if seg["device"] == device and seg["address"] <= ptr < seg["address"] + seg["total_size"]:
+            return seg["stream"]
+    return None
+
+
+# ---- CuPy -----------------------------------------------------------------
+
+def test_cupy_install_allocates_from_cca_and_frees_when_dropped(standins, dev):
+    cupy = importlib.import_module("cupy")
+    import cca.allocators.cupy as cc
+    assert cc.install() is cc.malloc and cupy.cuda.get_allocator() is cc.malloc
+    cupy.cuda.Device.current = dev
+    before = cca.memory_allocated(dev)
+    m = cupy.cuda.alloc(3 * MiB)
+    assert m.ptr and cca.memory_allocated(dev) == before + 3 * MiB
+    assert _stream_of(dev, m.ptr) == 0, "CuPy's null stream: the legacy default stream"
+    del m
+    gc.collect()
+    assert cca.memory_allocated(dev) == before
+    cca.check(dev)
+
+
+def test_cupy_allocates_on_its_current_stream(standins, dev, sim):
+    cupy = importlib.import_module("cupy")
+    import cca.allocators.cupy as cc
+    cc.install()
+    cupy.cuda.Device.current = dev
+    cur = ctypes.c_int()
+    sim.lib.cudaGetDevice(ctypes.byref(cur))
+    sim.lib.cudaSetDevice(dev)
+    s = ctypes.c_void_p()
+    assert sim.lib.cudaStreamCreate(ctypes.byref(s)) == 0
+    sim.lib.cudaSetDevice(cur.value)
+    with cupy.cuda.Stream(s.value):
+        m = cupy.cuda.alloc(5 * MiB)
+    assert _stream_of(dev, m.ptr) == s.value
+    del m
+    gc.collect()
+    assert _lib.lib().cca_stream_retire(cca._allocator(dev), s) == 0
+
+
+def test_cupy_oom_is_cupys_error_with_cca_report(standins, small):
+    cupy = importlib.import_module("cupy")
+    import cca.allocators.cupy as cc
+    cc.install()
+    cupy.cuda.Device.current = small
+    with pytest.raises(cupy.cuda.memory.OutOfMemoryError) as ei:
+        cupy.cuda.alloc(128 * MiB)
+    err = ei.value
+    assert err.size == 128 * MiB and err.cca_report is not None
+    assert err.cca_report.requested == 128 * MiB
+    assert "verdict" in str(err) or err.cca_report.verdict in str(err)
+
+
+def test_cupy_c_function_allocator_never_throws(standins, small, dev):
+    cupy = importlib.import_module("cupy")
+    import cca.allocators.cupy as cc
+    alloc = cc.c_function_allocator()
+    cupy.cuda.Device.current = dev
+    before = cca.memory_allocated(dev)
+    m = alloc.malloc(2 * MiB)
+    assert cca.memory_allocated(dev) == before + 2 * MiB
+    assert _stream_of(dev, m.ptr) == 0
+    del m
+    gc.collect()
+    assert cca.memory_allocated(dev) == before
+    hooks = ctypes.CDLL(_lib.hooks_path(torch_variant=False))
+    hooks.cca_cupy_malloc.restype = ctypes.c_void_p
+    hooks.cca_cupy_malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    hooks.cca_cupy_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    assert hooks.cca_cupy_malloc(None, 256 * MiB, small) is None
+    text = _lib.error_text()
+    assert "out of memory" in text and "\n" in text, "the report follows the message: %r" % text
+    assert hooks.cca_cupy_malloc(None, 1, 99) is None, "a bad device is a NULL, not an exception"
+    hooks.cca_cupy_free(None, None, dev)              # NULL: nothing
+    hooks.cca_cupy_free(None, ctypes.c_void_p(0x1234), dev)   # not ours: a status, nothing else
+    cca.check(dev)
+
+
+def test_cupy_pool_answers_from_cca(standins, dev):
+    import cca.allocators.cupy as cc
+    pool = cc.Pool(dev)
+    p = ctypes.c_void_p()
+    assert _lib.lib().cca_malloc(cca._allocator(dev), ctypes.byref(p), 6 * MiB, None) == 0
+    assert pool.used_bytes() == cca.memory_allocated(dev)
+    assert pool.total_bytes() == cca.memory_reserved(dev)
+    assert pool.free_bytes() == pool.total_bytes() - pool.used_bytes()
+    assert _lib.lib().cca_free(cca._allocator(dev), p) == 0
+    pool.free_all_blocks()
+    assert pool.total_bytes() == cca.memory_reserved(dev)
+    assert pool.get_limit() == 0
+    pool.set_limit(size=512 * MiB)
+    assert pool.get_limit() == 512 * MiB
+    pool.set_limit(fraction=0.5)
+    assert pool.get_limit() == cca.mem_get_info(dev)[1] // 2
+    pool.set_limit(size=0)
+    assert pool.get_limit() == 0
+    with pytest.raises(ValueError):
+        pool.set_limit(size=1, fraction=0.5)
+    with pytest.raises(ValueError):
+        pool.set_limit(fraction=2)
+
+
+# ---- Numba -----------------------------------------------------------------
+
+def test_numba_plugin_through_the_variable(standins, dev, monkeypatch):
+    monkeypatch.setenv("NUMBA_CUDA_MEMORY_MANAGER", "cca.allocators.numba")
+    mod = importlib.import_module(os.environ["NUMBA_CUDA_MEMORY_MANAGER"])   # as Numba loads it
+    mgr_cls = mod._numba_memory_manager
+    cuda = importlib.import_module("numba.cuda")
+    mgr = mgr_cls(context=cuda.Context(dev))
+    mgr.initialize()
+    assert mgr.interface_version == 1
+    before = cca.memory_allocated(dev)
+    mp = mgr.memalloc(7 * MiB)
+    ptr = mp.device_pointer.value
+    assert ptr and cca.memory_allocated(dev) == before + 7 * MiB
+    assert _stream_of(dev, ptr) == 0
+    info = mgr.get_memory_info()
+    free, total = cca.mem_get_info(dev)
+    assert info.total == total
+    assert info.free == free + cca.memory_reserved(dev) - cca.memory_allocated(dev)
+    mp.free()
+    assert cca.memory_allocated(dev) == before
+    cca.check(dev)
+
+
+def test_numba_per_thread_default_stream(standins, dev, monkeypatch):
+    import cca.allocators.numba as cn
+    config = importlib.import_module("numba.core.config")
+    monkeypatch.setattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 1)
+    cuda = importlib.import_module("numba.cuda")
+    mgr = cn.CcaMemoryManager(context=cuda.Context(dev))
+    mp = mgr.memalloc(3 * MiB)
+    stream = _stream_of(dev, mp.device_pointer.value)
+    assert stream not in (None, 0), "cudaStreamPerThread's own stream"
+    mp.free()
+
+
+def test_numba_oom_is_cuda_api_error_with_cca_report(standins, small):
+    import cca.allocators.numba as cn
+    cuda = importlib.import_module("numba.cuda")
+    driver = importlib.import_module("numba.cuda.cudadrv.driver")
+    mgr = cn.CcaMemoryManager(context=cuda.Context(small))
+    with pytest.raises(driver.CudaAPIError) as ei:
+        mgr.memalloc(256 * MiB)
+    assert ei.value.code == 2                          # CUDA_ERROR_OUT_OF_MEMORY
+    assert ei.value.cca_report is not None and ei.value.cca_report.requested == 256 * MiB
+    assert "out of memory" in str(ei.value)
+    json.dumps(cca.memory_stats(small))               # still answers
