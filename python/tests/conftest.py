@@ -74,6 +74,19 @@ def sim():
 
 
 @pytest.fixture(scope="session")
+def shared_device(sim):
+    """One device the watch, profile, monitor and framework tests share (the
+    simulator has 16): each of those tests frees what it allocates."""
+    return sim.fresh_device()
+
+
+@pytest.fixture(scope="session")
+def small_device(sim):
+    """A 64 MiB device for their out-of-memory cases."""
+    return sim.fresh_device(capacity=64 << 20)
+
+
+@pytest.fixture(scope="session")
 def hooks(sim):
     h = ctypes.CDLL(HOOKS)
     h.cca_torch_malloc.restype = ctypes.c_void_p

@@ -32,14 +32,14 @@ def standins(monkeypatch):
             del sys.modules[name]
 
 
-@pytest.fixture(scope="module")
-def dev(sim):
-    return sim.fresh_device()
+@pytest.fixture
+def dev(shared_device):
+    return shared_device
 
 
-@pytest.fixture(scope="module")
-def small(sim):
-    return sim.fresh_device(capacity=64 * MiB)
+@pytest.fixture
+def small(small_device):
+    return small_device
 
 
 def _stream_of(device, ptr):

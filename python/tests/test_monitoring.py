@@ -32,16 +32,14 @@ def c_free(device, p):
     assert _lib.lib().cca_free(_alloc(device), p) == 0
 
 
-@pytest.fixture(scope="module")
-def dev(sim):
-    """One simulated device for this module (the simulator has 16): each
-    test frees what it allocates and empties the cache first."""
-    return sim.fresh_device()
+@pytest.fixture
+def dev(shared_device):
+    return shared_device
 
 
-@pytest.fixture(scope="module")
-def small(sim):
-    return sim.fresh_device(capacity=64 * MiB)
+@pytest.fixture
+def small(small_device):
+    return small_device
 
 
 @pytest.fixture(autouse=True)
