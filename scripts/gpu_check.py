@@ -10,6 +10,8 @@ is not importable or MODE is sim.
   record_stream  a tensor used on a side stream is not reused before that stream's work is done
   latency        alloc+free through the hook against torch's native allocator
   train          a small transformer, varying sequence lengths: native, cca, preset:lean in fresh processes
+  cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
+  numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
 """
 import json
 import os
@@ -191,5 +193,62 @@ print(json.dumps({"losses": losses, "median_step_ms": statistics.median(times[20
     same = runs["native"]["losses"] == runs["cca"]["losses"] == runs["lean"]["losses"]
     summary = {m: {k: v for k, v in r.items() if k != "losses"} for m, r in runs.items()}
     emit("ok" if same else "failed", identical_losses=same, final_loss=runs["native"]["losses"][-1], **summary)
+
+if PART == "cupy":
+    need_torch()
+    try:
+        import cupy  # noqa: F401
+    except Exception as e:                            # noqa: BLE001
+        emit("skipped", reason="cupy not importable: %s" % e)
+    code = r'''
+import json
+import torch, cupy
+import cca, cca.allocators.torch, cca.allocators.cupy
+cca.allocators.torch.install()
+cca.allocators.cupy.install()
+t = torch.ones(1 << 20, device="cuda")                # 4 MiB through the torch hook
+base = cca.memory_allocated(0)
+s = cupy.cuda.Stream(non_blocking=True)
+with s:
+    x = cupy.arange(1 << 20, dtype=cupy.float32)      # 4 MiB through cca, on CuPy's stream
+    y = (x * 2).sum()
+s.synchronize()
+with_cupy = cca.memory_allocated(0)
+segs = [seg for seg in cca.memory_snapshot() if any(b["state"] == "active_allocated" for b in seg["blocks"])]
+streams = sorted({seg["stream"] for seg in segs})
+del x, y
+cupy.get_default_memory_pool()                        # untouched: cca is the allocator
+after = cca.memory_allocated(0)
+print(json.dumps({"torch_bytes": base, "with_cupy": with_cupy, "after_cupy_freed": after,
+                  "cupy_stream": int(s.ptr), "segment_streams": streams, "ok": with_cupy > base and after < with_cupy
+                  and int(s.ptr) in streams}))
+'''
+    r = run_child(code)
+    emit("ok" if r.pop("ok") else "failed", **r)
+
+if PART == "numba":
+    need_torch()
+    try:
+        import numba.cuda  # noqa: F401
+    except Exception as e:                            # noqa: BLE001
+        emit("skipped", reason="numba not importable: %s" % e)
+    code = r'''
+import json
+from numba import cuda
+import cca
+before = cca.memory_allocated(0)
+a = cuda.device_array(1 << 20, dtype="float32")       # 4 MiB through the EMM plugin
+during = cca.memory_allocated(0)
+info = cuda.current_context().get_memory_info()
+free, total = cca.mem_get_info(0)
+del a
+import gc; gc.collect()
+cuda.current_context().deallocations.clear()
+after = cca.memory_allocated(0)
+print(json.dumps({"before": before, "during": during, "after": after, "info_total": info.total, "total": total,
+                  "ok": during - before >= 4 << 20 and info.total == total}))
+'''
+    r = run_child(code, env={"NUMBA_CUDA_MEMORY_MANAGER": "cca.allocators.numba"})
+    emit("ok" if r.pop("ok") else "failed", **r)
 
 emit("failed", reason="unknown part " + PART)
