@@ -103,6 +103,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     _cca_ctr_apply(a, st, pool, &d);               /* all locked: cannot fail */
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
+    b->tag = _cca_tag_now();
     *ptr = (void *)b->addr;
     return CCA_OK;
 }
@@ -117,6 +118,7 @@ static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void 
     cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
         alloc_note_search(a, pool);
+        b->tag = _cca_tag_now();
         *ptr = (void *)b->addr;
         return true;
     }
@@ -130,6 +132,7 @@ static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void 
     alloc_note_search(a, pool);
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);
+    b->tag = _cca_tag_now();
     *ptr = (void *)b->addr;
     return true;
 }

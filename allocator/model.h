@@ -70,6 +70,7 @@ struct cca_block {
     int n_uses, cap_uses;
     int event_count;                                  /* outstanding events while pending */
     int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
+    uint32_t tag;                                     /* the tag it was allocated under (tags.c); 0: none */
 } __attribute__((aligned(64)));
 
 /* Segment records are recycled, never freed before the allocator: the

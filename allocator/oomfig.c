@@ -199,6 +199,29 @@ void _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx)
     ctx->captured = true;
 }
 
+/* The tags holding the most allocated bytes, once anything was ever tagged
+ * (untagged blocks count as tag 0). */
+static void oomfig_holders(const cca_allocator_t *a, cca_oom_report_t *r)
+{
+    if (!cca_tag_name(1)) return;                     /* no tag was ever made: the report stays as it was */
+    size_t *bytes = calloc(CCA_TAG_MAX, sizeof *bytes);
+    if (!bytes) return;
+    for (const cca_segment_t *s = a->segments; s; s = s->next)
+        for (const cca_block_t *b = s->first; b; b = b->next)
+            if (b->state == CCA_BLOCK_ALLOCATED) bytes[b->tag < CCA_TAG_MAX ? b->tag : 0] += b->size;
+    for (int k = 0; k < CCA_OOM_HOLDERS; k++) {
+        uint32_t best = 0;
+        for (uint32_t t = 1; t < CCA_TAG_MAX; t++)
+            if (bytes[t] > bytes[best]) best = t;
+        if (!bytes[best]) break;
+        r->holder_tags[k] = best;
+        r->holder_bytes[k] = bytes[best];
+        r->n_holders = k + 1;
+        bytes[best] = 0;
+    }
+    free(bytes);
+}
+
 void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
 {
     const cca_stats_t *s = &a->stats;
@@ -236,4 +259,5 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     for (cca_stream_t *t = a->streams; t; t = t->next)
         if (t->key == key) st = t;
     r->largest_fit = _cca_largest_fit(a, st, avail);
+    oomfig_holders(a, r);
 }

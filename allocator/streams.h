@@ -85,8 +85,10 @@ typedef struct cca_stream_cache { uint64_t alloc_id, key; cca_stream_t *st; } cc
 typedef struct cca_thread_streams {
     cca_stream_cache_t e[CCA_STREAM_CACHE];
     unsigned next, last;                              /* round robin; the entry remembered last */
+    uint32_t tag;                                     /* this thread's own tag (tags.c); 0: none */
 } cca_thread_streams_t;
 extern _Thread_local cca_thread_streams_t _cca_thread_streams;
+
 
 /* A stream's key: its handle, 0 for the legacy stream, a per-thread id for
  * cudaStreamPerThread; UINT64_MAX when the runtime gave no id. */
@@ -95,6 +97,16 @@ static inline uint64_t _cca_stream_key(int device, cudaStream_t s)
     uintptr_t h = (uintptr_t)s;
     if (h > (uintptr_t)cudaStreamPerThread) return h;
     return h == (uintptr_t)cudaStreamPerThread ? _cca_stream_key_special(device, s) : 0;
+}
+
+/* tags.c: the tag of an allocation now - this thread's own (beside its
+ * stream cache: the thread-local the hot path reads anyway), else the
+ * process's shared one (a second load only for threads without a tag). */
+extern _Atomic uint32_t _cca_tag_common;
+static inline uint32_t _cca_tag_now(void)
+{
+    uint32_t t = _cca_thread_streams.tag;
+    return t ? t : atomic_load_explicit(&_cca_tag_common, memory_order_relaxed);
 }
 
 /* a's stream `key`, if this thread used it lately: the one it used last

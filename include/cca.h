@@ -324,7 +324,8 @@ typedef struct cca_segment_info { CCA_SEGMENT_INFO_FIELDS(CCA_MEMBER_) } cca_seg
     X(cca_snapshot_state_t, state, , "active_allocated, active_pending_free or inactive") \
     X(cudaStream_t, stream, , "its segment's stream") \
     X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \
-    X(uintptr_t, segment_address, , "its segment's first byte")
+    X(uintptr_t, segment_address, , "its segment's first byte") \
+    X(uint32_t, tag, , "the tag it was allocated under (cca_tag_name); 0: none")
 typedef struct cca_block_info { CCA_BLOCK_INFO_FIELDS(CCA_MEMBER_) } cca_block_info_t;
 
 /* Return nonzero to stop the walk. */
@@ -388,6 +389,7 @@ typedef enum cca_oom_verdict {
     CCA_OOM_EXTERNAL,                   /* freeing memory held outside cca helps */
 } cca_oom_verdict_t;
 
+#define CCA_OOM_HOLDERS 4                   /* top holders by tag in an OOM report */
 #define CCA_OOM_REPORT_FIELDS(X) \
     X(cca_oom_verdict_t, verdict, , "what would have made the request succeed") \
     X(int, device, , "the allocator's device") \
@@ -417,7 +419,10 @@ typedef enum cca_oom_verdict {
     X(size_t, need_cap, , "bytes to raise the cap by (see the verdict's rules)") \
     X(size_t, need_external, , "bytes to free outside cca") \
     X(size_t, need_cached, , "cca's cached free bytes that would have to be in one piece") \
-    X(size_t, need_live, , "bytes of live allocations to free")
+    X(size_t, need_live, , "bytes of live allocations to free") \
+    X(int, n_holders, , "how many of holder_tags are set (0 while nothing was ever tagged)") \
+    X(uint32_t, holder_tags, [CCA_OOM_HOLDERS], "the tags holding the most allocated bytes, most first (0: untagged)") \
+    X(size_t, holder_bytes, [CCA_OOM_HOLDERS], "their allocated bytes")
 typedef struct cca_oom_report { CCA_OOM_REPORT_FIELDS(CCA_MEMBER_) } cca_oom_report_t;
 
 typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);
@@ -447,7 +452,8 @@ CCA_API cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, siz
 CCA_API cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out);
 #define cca_thread_last_oom_report(out) cca_thread_last_oom_report_sized((out), sizeof(cca_oom_report_t))
 
-/* Formats r as at most three lines of text (figures in B/KiB/MiB/GiB) into
+/* Formats r as three lines of text (figures in B/KiB/MiB/GiB) - four when
+ * it names holders by tag (n_holders > 0) - into
  * buf, always NUL-terminated when len > 0. Returns the length of the whole
  * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */
 CCA_API size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len);
@@ -495,6 +501,32 @@ CCA_API cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t wh
 /* Removes a watch: no delivery of it starts after this returns.
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or an unknown id. */
 CCA_API cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id);
+
+/* ---- tags: who holds the memory ----
+ * A tag names a part of a program ("optimizer", "activations"); each block
+ * records the tag in force when it was allocated: the allocating thread's
+ * own tag, or, for a thread without one, the process's shared tag (so
+ * that gradients allocated by autograd's own thread carry the tag its
+ * caller set). Shown in snapshots (cca_block_info_t.tag, JSON "tag"), in
+ * cca_memory_summary, and in OOM reports as the top holders. Ids are small
+ * integers, 0 meaning untagged; names live as long as the process. */
+#define CCA_TAG_MAX 1024                /* distinct tag names per process */
+
+/* The id of tag `name` (1 to 255 bytes, no control characters), made on
+ * first use. CCA_ERROR_INVALID_ARGUMENT for a bad name,
+ * CCA_ERROR_OUT_OF_MEMORY once CCA_TAG_MAX - 1 names exist. */
+CCA_API cca_status_t cca_tag_id(const char *name, uint32_t *id);
+
+/* Tag id's name; NULL for 0 and for ids never made. */
+CCA_API const char *cca_tag_name(uint32_t id);
+
+/* Sets this thread's own tag (0: none; an unknown id counts as none) and
+ * returns the one it replaces, for restoring. */
+CCA_API uint32_t cca_tag_thread(uint32_t id);
+
+/* Sets the process's shared tag - the tag of allocations by threads
+ * without their own - and returns the one it replaces. */
+CCA_API uint32_t cca_tag_shared(uint32_t id);
 
 /* ---- notices: watch crossings and out-of-memory for a delivery thread ----
  * How bindings run their callbacks outside the allocating call and without

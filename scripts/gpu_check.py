@@ -12,6 +12,7 @@ is not importable or MODE is sim.
   train          a small transformer, varying sequence lengths: native, cca, preset:lean in fresh processes
   cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
   numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
+  tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
 """
 import json
 import os
@@ -249,6 +250,32 @@ print(json.dumps({"before": before, "during": during, "after": after, "info_tota
                   "ok": during - before >= 4 << 20 and info.total == total}))
 '''
     r = run_child(code, env={"NUMBA_CUDA_MEMORY_MANAGER": "cca.allocators.numba"})
+    emit("ok" if r.pop("ok") else "failed", **r)
+
+if PART == "tags":
+    need_torch()
+    code = r'''
+import json
+import torch
+import cca, cca.allocators.torch
+cca.allocators.torch.install()
+m = torch.nn.Linear(1024, 1024).cuda()
+x = torch.randn(64, 1024, device="cuda")
+with cca.tag("forward"):
+    loss = m(x).pow(2).mean()
+with cca.tag("backward"):
+    loss.backward()                                   # autograd's own thread allocates the gradients
+torch.cuda.synchronize()
+tags = {}
+for seg in cca.memory_snapshot():
+    for b in seg["blocks"]:
+        if b["state"] == "active_allocated":
+            tags[b["address"]] = b.get("tag")
+grad = tags.get(m.weight.grad.data_ptr())
+print(json.dumps({"weight_grad_tag": grad, "tags_seen": sorted({t for t in tags.values() if t}),
+                  "ok": grad == "backward"}))
+'''
+    r = run_child(code)
     emit("ok" if r.pop("ok") else "failed", **r)
 
 emit("failed", reason="unknown part " + PART)

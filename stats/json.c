@@ -10,8 +10,15 @@
 static void json_block(cca_emit_t *e, const cca_block_info_t *b, bool last)
 {
     _cca_emit(e, "        {\"address\": %" PRIuPTR ", \"size\": %zu, \"requested_size\": %zu, \"state\": \"%s\","
-                 " \"frames\": []}%s\n",
-              b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state), last ? "" : ",");
+                 " \"frames\": []",
+              b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state));
+    const char *tag = cca_tag_name(b->tag);           /* tag names are 1..255 bytes without control characters */
+    if (tag) {
+        _cca_emit(e, ", \"tag\": \"");
+        for (const char *c = tag; *c; c++) _cca_emit(e, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        _cca_emit(e, "\"");
+    }
+    _cca_emit(e, "}%s\n", last ? "" : ",");
 }
 
 static void json_segment(cca_emit_t *e, const cca_segment_info_t *s, const cca_block_info_t *blocks, bool last)

@@ -1,5 +1,6 @@
 /* oom_format.c - the OOM report as text: a headline with the verdict, the
- * figures, and the advice; three lines, sizes in human units. */
+ * figures, and the advice - three lines, sizes in human units - and, once
+ * anything was ever tagged, a fourth: the top holders by tag. */
 #include <stdarg.h>
 #include <stdio.h>
 #include "stats_internal.h"
@@ -56,5 +57,13 @@ static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len
         _cca_fmt_bytes(r->reserved, b[4]), _cca_fmt_bytes(r->allocated, b[5]),
         _cca_fmt_bytes(r->free_cached_before, b[6]), _cca_fmt_bytes(r->largest_free_before, b[7]));
     oom_format_add(&o, "advice: %s\n", r->advice);
+    if (r->n_holders > 0) {                           /* only once something was ever tagged */
+        oom_format_add(&o, "held by tag:");
+        for (int k = 0; k < r->n_holders && k < CCA_OOM_HOLDERS; k++) {
+            const char *name = cca_tag_name(r->holder_tags[k]);
+            oom_format_add(&o, "%s %s %s", k ? "," : "", name ? name : "(untagged)", _cca_fmt_bytes(r->holder_bytes[k], b[0]));
+        }
+        oom_format_add(&o, "\n");
+    }
     return o.total;
 }

@@ -1,6 +1,7 @@
 /* summary.c - a text table in the spirit of torch.cuda.memory_summary():
  * current, peak, total allocated and freed per pool, then the fragmentation
- * figures and the occupied size classes, all from one lock. */
+ * figures, the occupied size classes, and (once anything was tagged) the
+ * allocated memory by tag, all from one view. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "stats_internal.h"
@@ -29,6 +30,7 @@ typedef struct figures {                              /* everything, taken under
     cca_oom_report_t oom;
     size_t cap;
     int device;
+    size_t tag_bytes[CCA_TAG_MAX], tag_blocks[CCA_TAG_MAX];   /* allocated, by tag (0: untagged) */
 } figures_t;
 
 static const char *summary_value(int64_t v, bool bytes, char out[32])
@@ -123,7 +125,36 @@ static cca_status_t summary_view(cca_view_t *v, void *arg)
     f->oom = v->acct->last_oom ? *v->acct->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
     f->cap = v->a->cap == SIZE_MAX ? 0 : v->a->cap;
     f->device = v->a->cfg.device;
+    memset(f->tag_bytes, 0, sizeof f->tag_bytes);
+    memset(f->tag_blocks, 0, sizeof f->tag_blocks);
+    for (const cca_segment_t *s = v->a->segments; s; s = s->next)
+        for (const cca_block_t *b = s->first; b; b = b->next)
+            if (b->state == CCA_BLOCK_ALLOCATED) {
+                uint32_t t = b->tag < CCA_TAG_MAX ? b->tag : 0;
+                f->tag_bytes[t] += b->size;
+                f->tag_blocks[t]++;
+            }
     return CCA_OK;
+}
+
+/* Allocated memory by tag, most first; only once anything was ever tagged. */
+static void summary_tag_table(cca_emit_t *e, const figures_t *f)
+{
+    if (!cca_tag_name(1)) return;
+    _cca_emit(e, "| %-33s | %-17s | %-17s |\n", "Allocated by tag", "Bytes", "Blocks");
+    bool done[CCA_TAG_MAX] = { false };
+    for (;;) {
+        uint32_t best = CCA_TAG_MAX;
+        for (uint32_t t = 0; t < CCA_TAG_MAX; t++)
+            if (!done[t] && f->tag_blocks[t] && (best == CCA_TAG_MAX || f->tag_bytes[t] > f->tag_bytes[best])) best = t;
+        if (best == CCA_TAG_MAX) break;
+        done[best] = true;
+        const char *name = cca_tag_name(best);
+        char b[32];
+        _cca_emit(e, "| %-33.33s | %17s | %17zu |\n", name ? name : "(untagged)", _cca_fmt_bytes(f->tag_bytes[best], b),
+                  f->tag_blocks[best]);
+    }
+    _cca_emit(e, RULE);
 }
 
 cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *arg)
@@ -143,6 +174,7 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
     summary_stats_table(e, f);
     summary_frag_table(e, &f->frag);
     summary_class_table(e, &f->frag);
+    summary_tag_table(e, f);
     bool ok = _cca_emit_finish(e);
     free(e);
     free(f);

@@ -27,7 +27,7 @@ __all__ = [
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
     "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
-    "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor",
+    "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor", "tag", "tag_name",
 ]
 
 _STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -341,10 +341,14 @@ class OomReport:
                 v = v.decode(errors="replace")
             elif n == "stream":
                 v = v or 0
+            elif isinstance(v, ctypes.Array):
+                v = [int(x) for x in v]
             elif n != "verdict":
                 v = int(v)
             setattr(self, n, v)
         self.verdict = _VERDICTS.get(int(raw.verdict), "unknown")
+        n = getattr(self, "n_holders", 0)
+        self.holders = [(tag_name(t), b) for t, b in zip(self.holder_tags[:n], self.holder_bytes[:n])] if n else []
 
     def __str__(self):
         buf = ctypes.create_string_buffer(2048)
@@ -362,6 +366,50 @@ def last_oom(device=None):
     _check(_lib.lib().cca_last_oom_report_sized(_allocator(device), ctypes.byref(r), ctypes.sizeof(r)),
            "cca_last_oom_report")
     return None if r.verdict == 0 else OomReport(r)
+
+
+def tag_name(tag_id):
+    """A tag's name from its id; None for 0 (untagged) and unknown ids."""
+    name = _lib.lib().cca_tag_name(int(tag_id))
+    return name.decode(errors="replace") if name else None
+
+
+class tag:                                            # noqa: N801 - used as a function: with cca.tag("name")
+    """``with cca.tag("optimizer"):`` - blocks allocated inside it, on any
+    device, record the tag: on this thread, and on threads with no tag of
+    their own (autograd's backward thread allocates gradients) unless
+    ``thread_only=True``. Shown in memory_snapshot() (a block's "tag"),
+    memory_summary() and OOM reports (``OomReport.holders``). Nests; also
+    a decorator."""
+
+    def __init__(self, name, thread_only=False):
+        if not isinstance(name, str):
+            raise TypeError("cca.tag: name is a str, not %s" % type(name).__name__)
+        tid = ctypes.c_uint32()
+        _check(_lib.lib().cca_tag_id(name.encode(), ctypes.byref(tid)), "cca.tag")
+        self.name, self.id, self.thread_only = name, tid.value, bool(thread_only)
+
+    def __enter__(self):
+        lib = _lib.lib()
+        self._prev = lib.cca_tag_thread(self.id)
+        self._prev_shared = None if self.thread_only else lib.cca_tag_shared(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        lib = _lib.lib()
+        lib.cca_tag_thread(self._prev)
+        if self._prev_shared is not None:
+            lib.cca_tag_shared(self._prev_shared)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with tag(self.name, self.thread_only):
+                return fn(*args, **kwargs)
+        return wrapper
 
 
 def check(device=None):

@@ -29,6 +29,7 @@ _SCALARS = {
     "double": ctypes.c_double,
     "int64_t": ctypes.c_int64,
     "uint64_t": ctypes.c_uint64,
+    "uint32_t": ctypes.c_uint32,
     "char": ctypes.c_char,
     "cudaStream_t": ctypes.c_void_p,
     "cca_oom_verdict_t": ctypes.c_int,
@@ -141,6 +142,10 @@ def _declare(lib):
         "cca_notice_pending": (sz, [c.POINTER(c.c_uint64), c.POINTER(c.c_uint64)]),
         "cca_scope_begin": (st, [vp, c.POINTER(c.c_uint64)]),
         "cca_scope_end_sized": (st, [vp, c.c_uint64, vp, sz]),
+        "cca_tag_id": (st, [c.c_char_p, c.POINTER(c.c_uint32)]),
+        "cca_tag_name": (c.c_char_p, [c.c_uint32]),
+        "cca_tag_thread": (c.c_uint32, [c.c_uint32]),
+        "cca_tag_shared": (c.c_uint32, [c.c_uint32]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
