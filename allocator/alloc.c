@@ -39,7 +39,7 @@ static inline bool alloc_hooked(cca_allocator_t *a)
 /* Releases the all-locked path after a change, running the watch hooks. */
 static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 {
-    bool hooks = alloc_hooked(a);
+    bool hooks = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_WATCH;
     if (hooks) _cca_acct_changed(a);
     _cca_unlock_all(a, trigger);
     if (hooks) a->acct.ops->after_change(a);
@@ -65,6 +65,8 @@ static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
                                a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
     cca_oom_report_t r;
     _cca_oom_fill(a, ctx, &r);
+    if (_cca_history_on(a))
+        _cca_history_add(a, CCA_HISTORY_OOM, 0, ctx->requested, ctx->stream, _cca_tag_now(), r.device_free);
     _cca_acct_oom(a, &r);                             /* ... which this one replaces */
     return s;
 }
@@ -104,6 +106,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
     b->tag = _cca_tag_now();
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_ALLOC, b->addr, size, st->handle, b->tag, 0);
     *ptr = (void *)b->addr;
     return CCA_OK;
 }
@@ -181,6 +184,7 @@ static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_bloc
         b->requested = 0;
         _cca_free_with_uses(a, b);
     } else {
+        if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, b->requested, st->handle, b->tag, 0);
         cca_delta_t d;
         _cca_free_delta(&d, a, b);
         _cca_ctr_apply(a, st, pool, &d);
@@ -264,6 +268,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
                          "cca_free: %p was not returned by this allocator, is inside a block, or was freed already", ptr);
     }
     st = b->seg->stream;
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
     alloc_release_to_pool(a, st, b);
     if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
     alloc_unlock_all_changed(a, st->dead ? NULL : st);

@@ -14,9 +14,10 @@
 #define CCA_V1_CONFIG sizeof(cca_config_t)
 #define CCA_V1_FRAG   sizeof(cca_frag_t)
 #define CCA_V1_SEG    sizeof(cca_segment_info_t)
-#define CCA_V1_BLOCK  sizeof(cca_block_info_t)
+#define CCA_V1_BLOCK  offsetof(cca_block_info_t, tag)
 #define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
 #define CCA_V1_SCOPE  sizeof(cca_scope_result_t)
+#define CCA_V1_HISTORY sizeof(cca_history_entry_t)
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`
  * bytes: the fields that fit, in order, and zeros past what we know. */
@@ -65,6 +66,15 @@ void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);
 void   _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r);
 size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail);
 size_t _cca_largest_free(const cca_allocator_t *a);
+
+/* history.c: the recorded events, all locked. _cca_history_add records one
+ * while history is on; _cca_history_completed records a pending free's
+ * completion with the size its free request had. */
+void _cca_history_add(cca_allocator_t *a, int action, uintptr_t addr, size_t size, cudaStream_t stream,
+                      uint32_t tag, size_t device_free);
+void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b);
+void _cca_history_destroy(cca_allocator_t *a);
+static inline bool _cca_history_on(const cca_allocator_t *a) { return __builtin_expect(a->history != NULL, 0); }
 
 /* ---- the accounting layer (stats/) and the core: view.c ----------------
  * stats/ reads the allocator only through _cca_view, a consistent moment

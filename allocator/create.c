@@ -96,6 +96,7 @@ void cca_destroy(cca_allocator_t *a)
     a->segments = NULL;
     _cca_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
+    _cca_history_destroy(a);
     cca_stream_t *st = a->streams;
     a->streams = NULL;
     a->all_locked = false;
@@ -165,4 +166,21 @@ cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fract
     if (limit) *limit = a->cfg.memory_limit;
     _cca_unlock_all(a, NULL);
     return CCA_OK;
+}
+
+cca_status_t cca_get_config_sized(cca_allocator_t *a, cca_config_t *out, size_t out_size)
+{
+    if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %s is NULL", a ? "out" : "allocator");
+    if (out_size < CCA_V1_CONFIG)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %zu bytes is no cca_config_t", out_size);
+    _cca_lock(&a->lock);                              /* the cap's setters hold it */
+    cca_config_t c = a->cfg;
+    _cca_unlock(&a->lock);
+    _cca_copy_out(out, out_size, &c, sizeof c);
+    return CCA_OK;
+}
+
+cca_status_t (cca_get_config)(cca_allocator_t *a, cca_config_t *out)
+{
+    return cca_get_config_sized(a, out, CCA_V1_CONFIG);
 }

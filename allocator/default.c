@@ -16,6 +16,7 @@ static cca_status_t conf_status;
 static cca_config_t conf;
 static char conf_error[400];
 static const char *conf_origin = "CCA_CONF";
+static size_t history_max;                            /* cca_default_record_history's bound; 0: off */
 
 /* Reads the configuration once (default_lock held). */
 static void default_read_conf(void)
@@ -62,6 +63,10 @@ static cca_status_t default_create_default(int device, cca_allocator_t **out)
         cca_config_t c = conf;
         c.device = device;
         s = cca_create(&c, &a);
+        if (s == CCA_OK && history_max && (s = cca_record_history(a, history_max)) != CCA_OK) {
+            cca_destroy(a);                           /* not one that forgets what it was asked to record */
+            a = NULL;
+        }
         if (s == CCA_OK) atomic_store_explicit(&defaults[device], a, memory_order_release);
     }
     if (a) in_use = true;                             /* a failed creation leaves configure possible */
@@ -91,4 +96,17 @@ cca_status_t cca_default_existing(int device, cca_allocator_t **out)
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_existing: out is NULL");
     *out = device >= 0 && device < MAX_DEVICES ? atomic_load_explicit(&defaults[device], memory_order_acquire) : NULL;
     return CCA_OK;
+}
+
+cca_status_t cca_default_record_history(size_t max_entries)
+{
+    pthread_mutex_lock(&default_lock);
+    cca_status_t s = CCA_OK;
+    for (int d = 0; d < MAX_DEVICES && s == CCA_OK; d++) {
+        cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
+        if (a) s = cca_record_history(a, max_entries);
+    }
+    if (s == CCA_OK) history_max = max_entries;
+    pthread_mutex_unlock(&default_lock);
+    return s;
 }

@@ -40,6 +40,7 @@ static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     ev->pending[i] = ev->pending[--ev->n_pending];
     events_pool_put(ev, p.event);
     if (--p.block->event_count == 0) {
+        _cca_history_completed(a, p.block);           /* history is off on the hot path (a->hooks) */
         _cca_free_block(a, p.block);
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
             atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
@@ -162,6 +163,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
         cca_delta_t d;
         _cca_settle_delta(&d, b);
         _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
+        _cca_history_completed(a, b);
         _cca_free_block(a, b);
     }
 }

@@ -198,6 +198,12 @@ typedef struct cca_oom_ctx {
     size_t reserved_before, allocated_before;
 } cca_oom_ctx_t;
 
+typedef struct cca_history cca_history_t;
+
+/* a->hooks: what sends every call down the all-locked path */
+#define CCA_HOOK_WATCH   1                            /* watches: every change told to acct.ops->changed */
+#define CCA_HOOK_HISTORY 2                            /* history: every change recorded (history.c) */
+
 struct cca_allocator {
     cca_lock_t lock;                                  /* first of the all-locked path */
     cca_allocator_t *reg_next;                        /* registry of live allocators (stream.c) */
@@ -231,7 +237,8 @@ struct cca_allocator {
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
-    _Atomic int hooks;                                /* nonzero: every change all locked and told to acct.ops->changed */
+    _Atomic int hooks;                                /* CCA_HOOK_* bits; nonzero: every call all locked */
+    struct cca_history *history;                      /* all locked: recorded events (history.c); NULL: off */
     struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
         const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
         struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */

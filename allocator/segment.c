@@ -132,6 +132,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
     a->stats.num_device_alloc++;
     if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
         a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, seg->addr, size, st->handle, 0, 0);
     *out = b;
     return CCA_OK;
 }
@@ -155,6 +156,7 @@ bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
     _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
     if (_cca_oversize(a, seg->size)) _cca_stat_update(&a->oversize_segments, -1);
     a->stats.num_device_free++;
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, seg->addr, seg->size, seg->stream->handle, 0, 0);
     if (seg->prev) seg->prev->next = seg->next;
     else a->segments = seg->next;
     if (seg->next) seg->next->prev = seg->prev;

@@ -30,7 +30,8 @@ cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg)
 
 void _cca_view_hooks(cca_view_t *v, bool on)
 {
-    atomic_store_explicit(&v->mut_->hooks, on ? 1 : 0, memory_order_relaxed);
+    if (on) atomic_fetch_or_explicit(&v->mut_->hooks, CCA_HOOK_WATCH, memory_order_relaxed);
+    else atomic_fetch_and_explicit(&v->mut_->hooks, ~CCA_HOOK_WATCH, memory_order_relaxed);
 }
 
 /* The core's side (all locked): a change the accounting asked to see. */

@@ -158,6 +158,12 @@ CCA_API cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, 
 CCA_API cca_status_t (cca_create)(const cca_config_t *cfg, cca_allocator_t **out);
 #define cca_create(cfg, out) cca_create_sized((cfg), sizeof(cca_config_t), (out))
 
+/* The configuration in force (memory_fraction and memory_limit as last
+ * set by cca_set_memory_fraction / cca_set_memory_limit). */
+CCA_API cca_status_t cca_get_config_sized(cca_allocator_t *a, cca_config_t *out, size_t out_size);
+CCA_API cca_status_t (cca_get_config)(cca_allocator_t *a, cca_config_t *out);
+#define cca_get_config(a, out) cca_get_config_sized((a), (out), sizeof(cca_config_t))
+
 /* Returns every segment to the device, live allocations included, and frees
  * the allocator. NULL is a no-op. */
 CCA_API void cca_destroy(cca_allocator_t *a);
@@ -527,6 +533,54 @@ CCA_API uint32_t cca_tag_thread(uint32_t id);
 /* Sets the process's shared tag - the tag of allocations by threads
  * without their own - and returns the one it replaces. */
 CCA_API uint32_t cca_tag_shared(uint32_t id);
+
+/* ---- history: the allocation events, for torch's snapshot viewer ----
+ * A bounded ring per allocator of what happened, in order: allocations,
+ * frees (requested, and completed once no other stream uses the block),
+ * segments obtained and returned, out-of-memory failures - with the names
+ * torch's memory history uses (cca_history_action_string). While it
+ * records, every call takes the all-locked path. */
+typedef enum cca_history_action {
+    CCA_HISTORY_ALLOC = 1,              /* "alloc" */
+    CCA_HISTORY_FREE_REQUESTED,         /* "free_requested": cca_free */
+    CCA_HISTORY_FREE_COMPLETED,         /* "free_completed": back in the cache */
+    CCA_HISTORY_SEGMENT_ALLOC,          /* "segment_alloc": cudaMalloc */
+    CCA_HISTORY_SEGMENT_FREE,           /* "segment_free": cudaFree */
+    CCA_HISTORY_OOM,                    /* "oom": a request failed */
+} cca_history_action_t;
+
+#define CCA_HISTORY_ENTRY_FIELDS(X) \
+    X(uint64_t, time_us, , "when, in microseconds since the epoch") \
+    X(int, action, , "cca_history_action_t") \
+    X(uintptr_t, addr, , "the block's or segment's address (0 for oom)") \
+    X(size_t, size, , "its bytes (oom: the request's)") \
+    X(cudaStream_t, stream, , "its stream") \
+    X(uint32_t, tag, , "the block's tag (cca_tag_name); 0: none") \
+    X(size_t, device_free, , "oom: the device's free bytes")
+typedef struct cca_history_entry { CCA_HISTORY_ENTRY_FIELDS(CCA_MEMBER_) } cca_history_entry_t;
+
+/* Starts recording (max_entries > 0: keeps the newest that many; called
+ * again while recording, a new bound that keeps the newest entries) or
+ * stops and drops what was recorded (0). CCA_ERROR_INVALID_ARGUMENT for a NULL
+ * allocator, CCA_ERROR_OUT_OF_MEMORY if the ring cannot be had. */
+CCA_API cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries);
+
+/* cca_record_history for every default allocator (cca_default): those
+ * that exist and those made later. */
+CCA_API cca_status_t cca_default_record_history(size_t max_entries);
+
+/* Calls fn for every recorded entry, oldest first, outside the lock (from a
+ * copy); fn returns nonzero to stop. *dropped (may be NULL) gets how many
+ * older entries the ring no longer holds. */
+typedef int (*cca_history_fn)(const cca_history_entry_t *e, void *arg);
+CCA_API cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped,
+                                            size_t entry_size);
+CCA_API cca_status_t (cca_history_walk)(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped);
+#define cca_history_walk(a, fn, arg, dropped) \
+    cca_history_walk_sized((a), (fn), (arg), (dropped), sizeof(cca_history_entry_t))
+
+/* torch's name of an action ("alloc", "free_requested", ...); "unknown". */
+CCA_API const char *cca_history_action_string(int action);
 
 /* ---- notices: watch crossings and out-of-memory for a delivery thread ----
  * How bindings run their callbacks outside the allocating call and without

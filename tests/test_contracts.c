@@ -572,7 +572,7 @@ Test(contracts, struct_layouts_describe_every_public_struct)
 {
     size_t n = 0;
     const cca_struct_layout_t *all = cca_struct_layouts(&n);
-    cr_assert_eq(n, 9);
+    cr_assert_eq(n, 10);
     for (size_t i = 0; i < n; i++) {
         const cca_struct_layout_t *l = &all[i];
         cr_assert_eq(cca_struct_layout(l->name), l);

@@ -28,6 +28,7 @@ __all__ = [
     "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
     "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor", "tag", "tag_name",
+    "record_history", "history", "snapshot", "dump_snapshot",
 ]
 
 _STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -145,6 +146,11 @@ def configure(conf):
     if "\0" in conf:
         raise ValueError("cca.configure: the configuration contains a NUL character")
     _check(_lib.lib().cca_default_configure(conf.encode()), "cca.configure")
+    global _conf_string
+    _conf_string = conf
+
+
+_conf_string = None                                   # what configure() was given, for allocator_settings
 
 
 def config_keys():
@@ -410,6 +416,111 @@ class tag:                                            # noqa: N801 - used as a f
             with tag(self.name, self.thread_only):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+HISTORY_DEFAULT_ENTRIES = 100000
+_HISTORY_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def record_history(enabled=True, max_entries=HISTORY_DEFAULT_ENTRIES, device=None):
+    """Records allocation events (torch.cuda.memory._record_memory_history):
+    allocations, frees requested and completed, segments obtained and
+    returned, out-of-memory failures - the newest max_entries of them, per
+    device. device None: every device's allocator, those made later too.
+    enabled False (or None) stops and drops what was recorded; torch's
+    "all" and "state" mean True. While it records, every malloc and free
+    takes cca's all-locked path (slower, never wrong)."""
+    if enabled in ("all", "state"):
+        enabled = True
+    if enabled is not None and not isinstance(enabled, bool):
+        raise TypeError("cca.record_history: enabled is a bool, \"all\", \"state\" or None, not %r" % (enabled,))
+    if isinstance(max_entries, bool) or not isinstance(max_entries, numbers.Integral):
+        raise TypeError("cca.record_history: max_entries is an int, not %s" % type(max_entries).__name__)
+    if enabled and not 0 < max_entries <= 2 ** 63:
+        raise ValueError("cca.record_history: max_entries must be positive, got %d" % max_entries)
+    n = int(max_entries) if enabled else 0
+    if device is None:
+        _check(_lib.lib().cca_default_record_history(n), "cca.record_history")
+    else:
+        _check(_lib.lib().cca_record_history(_allocator(device), n), "cca.record_history")
+
+
+def _history_of(a):
+    cls = _lib.struct("cca_history_entry_t")
+    out = []
+    lib = _lib.lib()
+
+    def take(ptr, _arg):
+        e = cls.from_address(ptr)
+        action = lib.cca_history_action_string(int(e.action)).decode()
+        d = {"action": action, "addr": int(e.addr), "size": int(e.size), "stream": int(e.stream or 0),
+             "time_us": int(e.time_us), "frames": []}
+        if action == "oom":
+            d["device_free"] = int(e.device_free)
+        if e.tag:
+            d["tag"] = tag_name(e.tag)
+        out.append(d)
+        return 0
+
+    dropped = ctypes.c_uint64()
+    _check(lib.cca_history_walk_sized(a, ctypes.cast(_HISTORY_FN(take), ctypes.c_void_p), None, ctypes.byref(dropped),
+                                      ctypes.sizeof(cls)), "cca_history_walk")
+    return out, int(dropped.value)
+
+
+def history(device=None):
+    """The recorded events of a device, oldest first, as torch's trace
+    entries: dicts with action ("alloc", "free_requested", "free_completed",
+    "segment_alloc", "segment_free", "oom"), addr, size (the caller's bytes;
+    a segment's; an oom's request), stream, time_us (since the epoch),
+    frames ([]: cca records no stacks), tag (where one was in force) and,
+    for "oom", device_free. Empty while not recording."""
+    a = _allocator(device, create=False)
+    return _history_of(a)[0] if a else []
+
+
+def _allocator_settings():
+    """torch's allocator_settings, from the configuration cca runs with."""
+    import os
+    conf = _conf_string if _conf_string is not None else os.environ.get("CCA_CONF", "")
+    found = _existing_allocators()
+    if not found:
+        return {"PYTORCH_CUDA_ALLOC_CONF": conf}
+    c = _lib.struct("cca_config_t")()
+    _check(_lib.lib().cca_get_config_sized(found[0][1], ctypes.byref(c), ctypes.sizeof(c)), "cca_get_config")
+    mss = int(c.max_split_size)
+    return {
+        "PYTORCH_CUDA_ALLOC_CONF": conf,
+        "max_split_size": -1 if mss == ctypes.c_size_t(-1).value else mss,
+        "garbage_collection_threshold": float(c.garbage_collection_threshold),
+        "expandable_segments": False,
+        "pinned_num_register_threads": 1,
+        "release_lock_on_malloc": False,
+        "pinned_use_host_register": False,
+        "roundup_power2_divisions": {str(1 << i): int(c.roundup_power2_divisions[i])
+                                     for i in range(len(c.roundup_power2_divisions))},
+    }
+
+
+def snapshot():
+    """torch.cuda.memory._snapshot(): {"segments": memory_snapshot(),
+    "device_traces": [history(d) for each device], "allocator_settings":
+    ...}, the layout torch's _memory_viz reads."""
+    found = _existing_allocators()
+    traces = [[] for _ in range(found[-1][0] + 1)] if found else []
+    for d, a in found:
+        traces[d] = _history_of(a)[0]
+    return {"segments": memory_snapshot(), "device_traces": traces, "allocator_settings": _allocator_settings()}
+
+
+def dump_snapshot(path="dump_snapshot.pickle"):
+    """torch.cuda.memory._dump_snapshot(path): snapshot() pickled to path,
+    for ``python -m torch.cuda._memory_viz stats|trace|segments path`` and
+    torch's web viewer."""
+    import pickle
+    data = snapshot()
+    with open(path, "wb") as f:
+        pickle.dump(data, f)
 
 
 def check(device=None):

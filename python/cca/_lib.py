@@ -146,6 +146,11 @@ def _declare(lib):
         "cca_tag_name": (c.c_char_p, [c.c_uint32]),
         "cca_tag_thread": (c.c_uint32, [c.c_uint32]),
         "cca_tag_shared": (c.c_uint32, [c.c_uint32]),
+        "cca_record_history": (st, [vp, sz]),
+        "cca_default_record_history": (st, [sz]),
+        "cca_history_walk_sized": (st, [vp, vp, vp, c.POINTER(c.c_uint64), sz]),
+        "cca_history_action_string": (c.c_char_p, [i]),
+        "cca_get_config_sized": (st, [vp, vp, sz]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)

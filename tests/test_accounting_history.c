@@ -1,0 +1,362 @@
+/* test_accounting_history.c - the allocation history (cca_record_history):
+ * what each call records, in order and with exact figures; pending frees
+ * completing later; out-of-memory entries; the ring's bound, re-bounding
+ * and stopping; every call all locked while it records, and the hot path
+ * back after; many threads; sized entries and bad input; the default
+ * allocators. */
+#include <pthread.h>
+#include "acct_util.h"
+#include "internal.h"
+
+static void setup(void)
+{
+    cca_sim_reset();
+    cca_tag_thread(0);
+    cca_tag_shared(0);
+}
+TestSuite(history, .init = setup, .timeout = 60);
+
+#define MAXE 64
+typedef struct got { cca_history_entry_t e[MAXE]; size_t n; size_t stop_at; } got_t;
+
+static int collect(const cca_history_entry_t *e, void *arg)
+{
+    got_t *g = arg;
+    if (g->n < MAXE) g->e[g->n] = *e;
+    g->n++;
+    return g->stop_at && g->n == g->stop_at;
+}
+
+static got_t *walk(cca_allocator_t *a, uint64_t *dropped)
+{
+    static got_t g;
+    memset(&g, 0, sizeof g);
+    cr_assert_eq(cca_history_walk(a, collect, &g, dropped), CCA_OK, "%s", cca_last_error_string());
+    return &g;
+}
+
+static void expect(const cca_history_entry_t *e, int action, void *addr, size_t size, cudaStream_t s, uint32_t tag)
+{
+    cr_assert_eq(e->action, action, "action %s, expected %s", cca_history_action_string(e->action),
+                 cca_history_action_string(action));
+    cr_assert_eq(e->addr, (uintptr_t)addr, "%s: addr", cca_history_action_string(action));
+    cr_assert_eq(e->size, size, "%s: size %zu, expected %zu", cca_history_action_string(action), e->size, size);
+    cr_assert_eq(e->stream, s, "%s: stream", cca_history_action_string(action));
+    cr_assert_eq(e->tag, tag, "%s: tag", cca_history_action_string(action));
+}
+
+Test(history, off_records_nothing)
+{
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 1000, NULL));
+    uint64_t dropped = 9;
+    cr_assert_eq(walk(a, &dropped)->n, 0u);
+    cr_assert_eq(dropped, 0u);
+    finish(a);
+}
+
+Test(history, each_call_in_order_with_its_figures)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s2;
+    cudaStreamCreate(&s2);
+    uint32_t opt = 0;
+    cr_assert_eq(cca_tag_id("optimizer", &opt), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 1000), CCA_OK);
+    uint64_t t0 = 0;
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        t0 = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    }
+    void *p = alloc_ok(a, 1000, NULL);                /* a new 2 MiB small segment */
+    void *q = alloc_ok(a, 3000, NULL);                /* the same segment */
+    cca_tag_thread(opt);
+    void *r = alloc_ok(a, 5 * MiB, s2);               /* a large segment on s2 */
+    cca_tag_thread(0);
+    free_ok(a, q);
+    free_ok(a, r);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 9u);
+    expect(&g->e[0], CCA_HISTORY_SEGMENT_ALLOC, p, 2 * MiB, NULL, 0);
+    expect(&g->e[1], CCA_HISTORY_ALLOC, p, 1000, NULL, 0);
+    expect(&g->e[2], CCA_HISTORY_ALLOC, q, 3000, NULL, 0);
+    cr_assert_eq(g->e[3].action, CCA_HISTORY_SEGMENT_ALLOC);
+    cr_assert_eq(g->e[3].stream, s2);
+    cr_assert_eq(g->e[3].addr, (uintptr_t)r);
+    cr_assert_geq(g->e[3].size, 5 * MiB);
+    size_t rseg = g->e[3].size;
+    expect(&g->e[4], CCA_HISTORY_ALLOC, r, 5 * MiB, s2, opt);
+    expect(&g->e[5], CCA_HISTORY_FREE_REQUESTED, q, 3000, NULL, 0);
+    expect(&g->e[6], CCA_HISTORY_FREE_COMPLETED, q, 3000, NULL, 0);
+    expect(&g->e[7], CCA_HISTORY_FREE_REQUESTED, r, 5 * MiB, s2, opt);
+    expect(&g->e[8], CCA_HISTORY_FREE_COMPLETED, r, 5 * MiB, s2, opt);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);         /* r's segment goes; p's stays */
+    g = walk(a, NULL);
+    cr_assert_eq(g->n, 10u, "empty_cache's cudaFree recorded");
+    expect(&g->e[9], CCA_HISTORY_SEGMENT_FREE, r, rseg, s2, 0);
+    for (size_t i = 0; i < g->n; i++) {
+        cr_assert_geq(g->e[i].time_us, t0, "entry %zu: time since the epoch", i);
+        if (i) cr_assert_geq(g->e[i].time_us, g->e[i - 1].time_us, "entry %zu: in order", i);
+        cr_assert_eq(g->e[i].device_free, 0u);
+    }
+    free_ok(a, p);
+    finish(a);
+    cudaStreamDestroy(s2);
+}
+
+Test(history, a_pending_free_completes_when_its_events_do)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s2;
+    cudaStreamCreate(&s2);
+    void *p = alloc_ok(a, 3 * MiB, NULL);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    cr_assert_eq(cca_record_stream(a, p, s2), CCA_OK);
+    cca_sim_stream_hold(s2);
+    free_ok(a, p);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 1u, "requested, not completed: s2 may still use it");
+    expect(&g->e[0], CCA_HISTORY_FREE_REQUESTED, p, 3 * MiB, NULL, 0);
+    void *o = alloc_ok(a, 100, NULL);                 /* processes events: still pending */
+    cr_assert_eq(walk(a, NULL)->n, 3u);               /* segment_alloc, alloc */
+    cca_sim_stream_release(s2);
+    void *o2 = alloc_ok(a, 200, NULL);                /* the event completed */
+    g = walk(a, NULL);
+    cr_assert_eq(g->n, 5u);
+    expect(&g->e[3], CCA_HISTORY_FREE_COMPLETED, p, 3 * MiB, NULL, 0);
+    expect(&g->e[4], CCA_HISTORY_ALLOC, o2, 200, NULL, 0);
+    free_ok(a, o);
+    free_ok(a, o2);
+    finish(a);
+    cudaStreamDestroy(s2);
+}
+
+Test(history, out_of_memory_with_the_devices_free_bytes)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    uint32_t big = 0;
+    cr_assert_eq(cca_tag_id("big", &big), CCA_OK);
+    void *p = alloc_ok(a, 40 * MiB, NULL);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    void *q = NULL;
+    cca_tag_thread(big);
+    cr_assert_eq(cca_malloc(a, &q, 50 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_tag_thread(0);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 1u);
+    expect(&g->e[0], CCA_HISTORY_OOM, NULL, 50 * MiB, NULL, big);
+    cr_assert_eq(g->e[0].device_free, r.device_free);
+    cr_assert_eq(g->e[0].device_free, 64 * MiB - cca_sim_used_bytes(0), "cudaMemGetInfo's free");
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(history, the_newest_entries_within_the_bound)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *keep = alloc_ok(a, 512, NULL);              /* the segment, before recording */
+    cr_assert_eq(cca_record_history(a, 4), CCA_OK);
+    void *p[10];
+    for (int i = 0; i < 10; i++) p[i] = alloc_ok(a, 512 * (size_t)(i + 1), NULL);
+    uint64_t dropped = 0;
+    got_t *g = walk(a, &dropped);
+    cr_assert_eq(g->n, 4u);
+    cr_assert_eq(dropped, 6u);
+    for (int i = 0; i < 4; i++) expect(&g->e[i], CCA_HISTORY_ALLOC, p[6 + i], 512 * (size_t)(7 + i), NULL, 0);
+
+    cr_assert_eq(cca_record_history(a, 2), CCA_OK, "a smaller bound keeps the newest");
+    g = walk(a, &dropped);
+    cr_assert_eq(g->n, 2u);
+    cr_assert_eq(dropped, 8u);
+    expect(&g->e[0], CCA_HISTORY_ALLOC, p[8], 512 * 9, NULL, 0);
+    expect(&g->e[1], CCA_HISTORY_ALLOC, p[9], 512 * 10, NULL, 0);
+
+    cr_assert_eq(cca_record_history(a, 1000), CCA_OK, "a larger bound grows again");
+    for (int i = 0; i < 10; i++) free_ok(a, p[i]);
+    g = walk(a, &dropped);
+    cr_assert_eq(g->n, 22u);
+    cr_assert_eq(dropped, 8u);
+    expect(&g->e[2], CCA_HISTORY_FREE_REQUESTED, p[0], 512, NULL, 0);
+    expect(&g->e[21], CCA_HISTORY_FREE_COMPLETED, p[9], 5120, NULL, 0);
+
+    got_t stop = { .stop_at = 3 };
+    cr_assert_eq(cca_history_walk(a, collect, &stop, NULL), CCA_OK);
+    cr_assert_eq(stop.n, 3u, "the callback's nonzero stops the walk");
+
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK, "stops and drops");
+    cr_assert_eq(walk(a, &dropped)->n, 0u);
+    cr_assert_eq(dropped, 0u);
+    free_ok(a, keep);
+    cr_assert_eq(walk(a, NULL)->n, 0u);
+    check_ok(a);
+    finish(a);
+}
+
+Test(history, every_call_all_locked_while_recording_and_the_hot_path_after)
+{
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 4096, NULL));              /* a cached block: the hot path serves it */
+    uint64_t locks = a->lock_all_count;
+    free_ok(a, alloc_ok(a, 4096, NULL));
+    cr_assert_eq(a->lock_all_count, locks, "the hot path, before recording");
+    cr_assert_eq(cca_record_history(a, 10000), CCA_OK);
+    for (int i = 0; i < 100; i++) free_ok(a, alloc_ok(a, 4096, NULL));
+    cr_assert_eq(walk(a, NULL)->n, 300u, "alloc, free_requested, free_completed for each");
+    cr_assert_geq(a->lock_all_count, locks + 200);
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK);
+    locks = a->lock_all_count;
+    free_ok(a, alloc_ok(a, 4096, NULL));
+    cr_assert_eq(a->lock_all_count, locks, "the hot path again once stopped");
+    finish(a);
+}
+
+Test(history, watches_and_history_keep_their_own_hooks)
+{
+    cca_allocator_t *a = make_alloc("");
+    uint64_t w = 0;
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 1 * GiB, &w), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    cr_assert_eq(cca_unwatch(a, w), CCA_OK);
+    free_ok(a, alloc_ok(a, 1000, NULL));
+    cr_assert_eq(walk(a, NULL)->n, 4u, "still recording after the watch went");
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 1 * GiB, &w), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK);
+    cr_assert_neq(atomic_load(&a->hooks) & CCA_HOOK_WATCH, 0, "the watch's hook stays");
+    cr_assert_eq(atomic_load(&a->hooks) & CCA_HOOK_HISTORY, 0);
+    cr_assert_eq(cca_unwatch(a, w), CCA_OK);
+    cr_assert_eq(atomic_load(&a->hooks), 0);
+    finish(a);
+}
+
+#define THREADS 4
+#define PER_THREAD 500
+static cca_allocator_t *shared;
+
+static void *worker(void *arg)
+{
+    cudaStream_t s = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        void *p = NULL;
+        if (cca_malloc(shared, &p, 256 * (size_t)(1 + i % 7), s) != CCA_OK || cca_free(shared, p) != CCA_OK) return arg;
+    }
+    return NULL;
+}
+
+typedef struct counts { size_t n[8]; uintptr_t open[THREADS * 8]; size_t bad; } counts_t;
+
+static int count(const cca_history_entry_t *e, void *arg)
+{
+    counts_t *c = arg;
+    if (e->action > 0 && e->action < 8) c->n[e->action]++;
+    return 0;
+}
+
+Test(history, threads_record_every_call)
+{
+    shared = make_alloc("");
+    cr_assert_eq(cca_record_history(shared, 100000), CCA_OK);
+    pthread_t t[THREADS];
+    cudaStream_t s[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        cudaStreamCreate(&s[i]);
+        pthread_create(&t[i], NULL, worker, i % 2 ? s[i] : NULL);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        cr_assert_null(r);
+    }
+    counts_t c = { 0 };
+    uint64_t dropped = 1;
+    cr_assert_eq(cca_history_walk(shared, count, &c, &dropped), CCA_OK);
+    cr_assert_eq(dropped, 0u);
+    cr_assert_eq(c.n[CCA_HISTORY_ALLOC], (size_t)THREADS * PER_THREAD);
+    cr_assert_eq(c.n[CCA_HISTORY_FREE_REQUESTED], (size_t)THREADS * PER_THREAD);
+    cr_assert_eq(c.n[CCA_HISTORY_FREE_COMPLETED], (size_t)THREADS * PER_THREAD);
+    cca_stats_t st = stats_of(shared);
+    cr_assert_eq(c.n[CCA_HISTORY_SEGMENT_ALLOC], (size_t)st.num_device_alloc);
+    check_ok(shared);
+    finish(shared);
+    for (int i = 0; i < THREADS; i++) cudaStreamDestroy(s[i]);
+}
+
+static int big_entry(const cca_history_entry_t *e, void *arg)
+{
+    const unsigned char *tail = (const unsigned char *)(e + 1);
+    for (int i = 0; i < 16; i++)
+        if (tail[i]) ++*(int *)arg;
+    return 0;
+}
+
+Test(history, sized_entries_and_bad_input)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_record_history(NULL, 10), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_history_walk(NULL, collect, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    uint64_t dropped = 5;
+    cr_assert_eq(cca_history_walk(a, NULL, NULL, &dropped), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(dropped, 0u);
+    cr_assert_eq(cca_history_walk_sized(a, collect, NULL, NULL, sizeof(cca_history_entry_t) - 8),
+                 CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "entry size") != NULL, "%s", cca_last_error_string());
+    cr_assert_eq(cca_record_history(a, 10), CCA_OK);
+    free_ok(a, alloc_ok(a, 100, NULL));
+    int nonzero = 0;
+    cr_assert_eq(cca_history_walk_sized(a, big_entry, &nonzero, NULL, sizeof(cca_history_entry_t) + 16), CCA_OK);
+    cr_assert_eq(nonzero, 0, "a later caller's fields past ours are zero");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_ALLOC), "alloc");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_FREE_REQUESTED), "free_requested");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_FREE_COMPLETED), "free_completed");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_SEGMENT_ALLOC), "segment_alloc");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_SEGMENT_FREE), "segment_free");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_OOM), "oom");
+    cr_assert_str_eq(cca_history_action_string(0), "unknown");
+    cr_assert_str_eq(cca_history_action_string(99), "unknown");
+    const cca_struct_layout_t *l = cca_struct_layout("cca_history_entry_t");
+    cr_assert_not_null(l);
+    cr_assert_eq(l->size, sizeof(cca_history_entry_t));
+    cr_assert_eq(l->n_fields, 7u);
+    finish(a);
+}
+
+Test(history, the_default_allocators_now_and_later)
+{
+    cca_sim_set_device_count(2);
+    cca_allocator_t *d0 = NULL, *d1 = NULL;
+    cr_assert_eq(cca_default(0, &d0), CCA_OK);
+    cr_assert_eq(cca_default_record_history(50), CCA_OK);
+    free_ok(d0, alloc_ok(d0, 100, NULL));
+    cr_assert_geq(walk(d0, NULL)->n, 3u);
+    cr_assert_eq(cca_default(1, &d1), CCA_OK, "made after: records too");
+    cr_assert_eq(cudaSetDevice(1), cudaSuccess);
+    free_ok(d1, alloc_ok(d1, 100, NULL));
+    cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+    cr_assert_geq(walk(d1, NULL)->n, 3u);
+    cr_assert_eq(cca_default_record_history(0), CCA_OK);
+    cr_assert_eq(walk(d0, NULL)->n, 0u);
+    cr_assert_eq(walk(d1, NULL)->n, 0u);
+}
+
+/* A caller built against the cca.h before block info had its tag. */
+static int old_block(const cca_block_info_t *b, void *arg)
+{
+    (void)b;
+    ++*(int *)arg;
+    return 0;
+}
+
+Test(history, snapshot_walk_takes_the_first_block_info_size)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 100, NULL);
+    int n = 0;
+    cr_assert_eq(cca_snapshot_walk_sized(a, NULL, old_block, &n, sizeof(cca_segment_info_t),
+                                         offsetof(cca_block_info_t, tag)), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(n, 2);
+    free_ok(a, p);
+    finish(a);
+}
