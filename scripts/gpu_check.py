@@ -13,6 +13,9 @@ is not importable or MODE is sim.
   cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
   numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
   tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
+  viewer         torch's _memory_viz (segsum and trace: what its stats and trace commands print; segments
+                 with format_flamegraph=lambda lines: lines) on cca.dump_snapshot's pickle and on native
+                 torch's _dump_snapshot, for the same work: the viewer runs, the allocations are the same
 """
 import json
 import os
@@ -277,5 +280,75 @@ print(json.dumps({"weight_grad_tag": grad, "tags_seen": sorted({t for t in tags.
 '''
     r = run_child(code)
     emit("ok" if r.pop("ok") else "failed", **r)
+
+if PART == "viewer":
+    need_torch()
+    work = r'''
+import json, pickle, sys
+import torch
+native = sys.argv[1] == "native"
+path = sys.argv[2]
+if native:
+    torch.cuda.memory._record_memory_history(max_entries=100000)
+else:
+    import cca, cca.allocators.torch
+    cca.allocators.torch.install()
+    cca.record_history(True, max_entries=100000)
+keep = []
+for i in range(40):
+    t = torch.empty(1000 * (i + 1) + (i % 3) * (3 << 20), dtype=torch.uint8, device="cuda")
+    if i % 2:
+        keep.append(t)
+    del t
+side = torch.cuda.Stream()
+x = torch.empty(5 << 20, dtype=torch.uint8, device="cuda")
+with torch.cuda.stream(side):
+    x.add_(1)
+x.record_stream(side)
+del x
+torch.cuda.synchronize()
+if native:
+    torch.cuda.memory._dump_snapshot(path)
+else:
+    cca.dump_snapshot(path)
+from torch.cuda import _memory_viz as mv
+data = pickle.load(open(path, "rb"))
+out = {}
+for cmd, fn in (("stats", mv.segsum), ("trace", mv.trace)):   # what the command line's stats and trace print
+    try:
+        text = fn(data)
+        out[cmd] = {"rc": 0, "lines": len(text.splitlines()), "err": ""}
+    except Exception as e:
+        out[cmd] = {"rc": 1, "lines": 0, "err": repr(e)[-500:]}
+lines = mv.segments(data, format_flamegraph=lambda l: l)
+out["segments_lines"] = len(lines.splitlines())
+tr = [e for d in data["device_traces"] for e in d]
+out["actions"] = {a: sum(1 for e in tr if e["action"] == a) for a in sorted({e["action"] for e in tr})}
+out["alloc_sizes"] = sorted(e["size"] for e in tr if e["action"] == "alloc")
+out["settings_keys"] = sorted(data.get("allocator_settings", {}))
+out["segments"] = len(data["segments"])
+print(json.dumps(out))
+'''
+    import tempfile
+    tmp = tempfile.mkdtemp()
+    with open(os.path.join(tmp, "work.py"), "w") as f:
+        f.write(work)
+    res = {}
+    for who in ("native", "cca"):
+        p = subprocess.run([sys.executable, os.path.join(tmp, "work.py"), who, os.path.join(tmp, who + ".pickle")],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            emit("failed", side=who, stderr=p.stderr[-3000:])
+        res[who] = json.loads(p.stdout.strip().splitlines()[-1])
+    n, c = res["native"], res["cca"]
+    ran = all(r[cmd]["rc"] == 0 for r in (n, c) for cmd in ("stats", "trace"))
+    same_allocs = n["alloc_sizes"] == c["alloc_sizes"]
+    emit("ok" if ran and same_allocs and c["segments_lines"] > 0 else "failed",
+         viewer_ran_on_both=ran, alloc_sizes_equal=same_allocs,
+         actions_native=n["actions"], actions_cca=c["actions"],
+         stats_lines=(n["stats"]["lines"], c["stats"]["lines"]), trace_lines=(n["trace"]["lines"], c["trace"]["lines"]),
+         segments_lines=(n["segments_lines"], c["segments_lines"]), segments=(n["segments"], c["segments"]),
+         settings_only_native=sorted(set(n["settings_keys"]) - set(c["settings_keys"])),
+         errors={w: {cmd: res[w][cmd]["err"] for cmd in ("stats", "trace") if res[w][cmd]["rc"]} for w in res})
 
 emit("failed", reason="unknown part " + PART)
