@@ -2,7 +2,7 @@
  * three allocators of different configurations over two simulated devices
  * (malloc of boundary sizes; free of valid, interior, foreign and freed
  * pointers; record_stream; stream create and retire; holds; empty_cache;
- * resets; watches; scopes; snapshots and reports into small buffers; cap
+ * resets; watches; scopes; history; snapshots and reports into small buffers; cap
  * changes; one-shot faults), with a shadow model checked after every call:
  * cca_check, every counter the model can know exactly (allocations and
  * requested bytes: current, peak, allocated, freed; OOMs), reserved bytes
@@ -40,6 +40,8 @@ typedef struct fz_alloc {
     uint64_t scope_token, scope_allocs, scope_frees;
     bool watching;
     uint64_t watch_id;
+    size_t hist_bound;                                        /* history's bound; 0: off */
+    uint64_t hist_seen;                                       /* entries held + dropped at the last look */
     size_t watch_bytes;
     void *freed[8];                                           /* recently freed, for double frees */
     unsigned n_freed;
@@ -293,6 +295,42 @@ static size_t sink_count(const char *data, size_t len, void *arg)
     return take;
 }
 
+typedef struct fz_hist { uint64_t n, last_us; bool bad; } fz_hist_t;
+
+static int fz_hist_entry(const cca_history_entry_t *e, void *arg)
+{
+    fz_hist_t *h = arg;
+    if (e->action < CCA_HISTORY_ALLOC || e->action > CCA_HISTORY_OOM || e->time_us < h->last_us ||
+        (e->action != CCA_HISTORY_OOM && (!e->addr || e->device_free)))
+        h->bad = true;
+    h->last_us = e->time_us;
+    h->n++;
+    return 0;
+}
+
+/* History on (a bound of 1 to 16 entries: the ring wraps), re-bounded or
+ * off; when on, the ring holds at most its bound, in time order, and what
+ * it holds plus what it dropped never falls. */
+static void fz_history(fz_t *z, fz_alloc_t *f, uint8_t k)
+{
+    if (k % 4 == 0) {
+        FZ_CHECK(z, cca_record_history(f->a, 0) == CCA_OK, "record_history off");
+        f->hist_bound = 0, f->hist_seen = 0;
+    } else if (k % 4 == 1) {
+        f->hist_bound = (size_t)(k >> 4) + 1;
+        FZ_CHECK(z, cca_record_history(f->a, f->hist_bound) == CCA_OK, "record_history(%zu)", f->hist_bound);
+        f->hist_seen = 0;
+    }
+    fz_hist_t h = { 0 };
+    uint64_t dropped = 0;
+    FZ_CHECK(z, cca_history_walk(f->a, fz_hist_entry, &h, &dropped) == CCA_OK, "history walk");
+    FZ_CHECK(z, !h.bad, "history: an entry out of order or malformed");
+    FZ_CHECK(z, h.n <= f->hist_bound, "history: %llu entries, bound %zu", (unsigned long long)h.n, f->hist_bound);
+    FZ_CHECK(z, h.n + dropped >= f->hist_seen, "history: recorded %llu, had %llu", (unsigned long long)(h.n + dropped),
+             (unsigned long long)f->hist_seen);
+    f->hist_seen = h.n + dropped;
+}
+
 static void op_misc(fz_t *z, fz_alloc_t *f)
 {
     uint8_t k = fz_u8(z);
@@ -332,6 +370,7 @@ static void op_misc(fz_t *z, fz_alloc_t *f)
         }
         break;
     case 5: {
+        fz_history(z, f, fz_u8(z));
         size_t left = fz_u8(z) * 64u;                         /* a sink that fills up */
         cca_status_t s = cca_snapshot_json(f->a, sink_count, &left);
         FZ_CHECK(z, s == CCA_OK || s == CCA_ERROR_INVALID_ARGUMENT, "snapshot_json: %s", cca_status_string(s));
