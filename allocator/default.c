@@ -4,6 +4,7 @@
  * else from CCA_CONF. Looked up without a lock once created: the hooks
  * call this on every allocation. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "internal.h"
 
@@ -102,11 +103,22 @@ cca_status_t cca_default_record_history(size_t max_entries)
 {
     pthread_mutex_lock(&default_lock);
     cca_status_t s = CCA_OK;
-    for (int d = 0; d < MAX_DEVICES && s == CCA_OK; d++) {
+    int d = 0;
+    for (; d < MAX_DEVICES && s == CCA_OK; d++) {
         cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
         if (a) s = cca_record_history(a, max_entries);
     }
-    if (s == CCA_OK) history_max = max_entries;
+    if (s == CCA_OK) {
+        history_max = max_entries;
+    } else {                                          /* host memory ran out: the ones changed go back */
+        char why[256];
+        snprintf(why, sizeof why, "%s", cca_last_error_string());
+        for (int k = 0; k < d - 1; k++) {
+            cca_allocator_t *a = atomic_load_explicit(&defaults[k], memory_order_relaxed);
+            if (a && cca_record_history(a, history_max) != CCA_OK) (void)cca_record_history(a, 0);
+        }
+        s = _cca_fail(s, "%s", why);
+    }
     pthread_mutex_unlock(&default_lock);
     return s;
 }

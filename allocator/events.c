@@ -40,7 +40,7 @@ static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     ev->pending[i] = ev->pending[--ev->n_pending];
     events_pool_put(ev, p.event);
     if (--p.block->event_count == 0) {
-        _cca_history_completed(a, p.block);           /* history is off on the hot path (a->hooks) */
+        _cca_history_completed(a, p.block, p.requested);   /* history is off on the hot path (a->hooks) */
         _cca_free_block(a, p.block);
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
             atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
@@ -136,8 +136,9 @@ static void events_wait_use(cca_allocator_t *a, const cca_use_t *u)
     }
 }
 
-/* Records an event on each stream that used b; b is free once all complete. */
-void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
+/* Records an event on each stream that used b; b is free once all complete.
+ * requested: the caller's size, which the history's completion reports. */
+void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
 {
     cca_events_t *ev = &b->seg->stream->events;
     dev_guard_t g;
@@ -151,7 +152,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
                      u->key == _cca_current_per_thread_key(a->cfg.device);
         cudaEvent_t e = ok && named ? events_event_get(ev) : NULL;
         if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
-            ev->pending[ev->n_pending++] = (cca_pending_t){ e, b };
+            ev->pending[ev->n_pending++] = (cca_pending_t){ e, b, requested };
             b->event_count++;
             continue;
         }
@@ -163,7 +164,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
         cca_delta_t d;
         _cca_settle_delta(&d, b);
         _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
-        _cca_history_completed(a, b);
+        _cca_history_completed(a, b, requested);
         _cca_free_block(a, b);
     }
 }

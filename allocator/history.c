@@ -3,8 +3,10 @@
  * a->hooks has CCA_HOOK_HISTORY set, so every malloc and free takes the
  * all-locked path and is written here there: the hot path is unchanged
  * and never sees the ring. The ring grows by doubling up to its bound, then
- * overwrites its oldest entry (counted as dropped). Read under a->lock
- * alone, which every writer holds. */
+ * overwrites its oldest entry (counted as dropped); where host memory
+ * runs out before the bound, the size it has becomes the bound. Times are
+ * the monotonic clock placed on the epoch when recording started, so they
+ * never go back. Read under a->lock alone, which every writer holds. */
 #include <stdlib.h>
 #include <time.h>
 #include "internal.h"
@@ -16,34 +18,42 @@ struct cca_history {
     size_t n;                                         /* entries held */
     size_t head;                                      /* the oldest, once the ring wrapped */
     uint64_t dropped;                                 /* overwritten, or lost to host memory running out */
+    int64_t epoch_us;                                 /* realtime - monotonic when recording started */
 };
 
-/* How far back a pending free's completion looks for its request. */
-#define HISTORY_LOOKBACK 65536
-
-static uint64_t history_now_us(void)
+static int64_t history_clock_us(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The slot for a new entry, or NULL (counted dropped) when the ring could
- * not grow. cap <= max; the ring wraps only once cap == max, so below it
- * the entries are in order from 0 and may be moved by realloc. */
+static uint64_t history_now_us(const cca_history_t *h)
+{
+    return (uint64_t)(history_clock_us(CLOCK_MONOTONIC) + h->epoch_us);
+}
+
+/* The slot for a new entry, or NULL (counted dropped) when not even a
+ * first ring could be had. cap <= max; the ring wraps only once cap ==
+ * max, so below it the entries are in order from 0 and may be moved by
+ * realloc. A ring that cannot grow takes its size as the bound, so that
+ * the oldest entries go, not the newest. */
 static cca_history_entry_t *history_slot(cca_allocator_t *a, cca_history_t *h)
 {
     if (h->n == h->cap && h->cap < h->max) {
         size_t cap = h->cap ? h->cap * 2 : 256;
         if (cap > h->max || cap < h->cap) cap = h->max;
         cca_history_entry_t *r = cap <= SIZE_MAX / sizeof *r ? realloc(h->ring, cap * sizeof *r) : NULL;
-        if (!r) {
+        if (r) {
+            a->host_bytes += (int64_t)((cap - h->cap) * sizeof *r);
+            h->ring = r;
+            h->cap = cap;
+        } else if (h->cap) {
+            h->max = h->cap;                          /* full at the size it has: wrap */
+        } else {
             h->dropped++;
             return NULL;
         }
-        a->host_bytes += (int64_t)((cap - h->cap) * sizeof *r);
-        h->ring = r;
-        h->cap = cap;
     }
     if (h->n < h->cap) return &h->ring[h->n++];
     cca_history_entry_t *e = &h->ring[h->head];       /* full at its bound: the oldest goes */
@@ -59,26 +69,26 @@ void _cca_history_add(cca_allocator_t *a, int action, uintptr_t addr, size_t siz
     if (!h) return;
     cca_history_entry_t *e = history_slot(a, h);
     if (!e) return;
-    *e = (cca_history_entry_t){ .time_us = history_now_us(), .action = action, .addr = addr, .size = size,
+    *e = (cca_history_entry_t){ .time_us = history_now_us(h), .action = action, .addr = addr, .size = size,
                                 .stream = stream, .tag = tag, .device_free = device_free };
 }
 
-void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b)
+void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b, size_t requested)
 {
-    cca_history_t *h = a->history;
-    if (!h) return;
-    size_t size = b->size;                            /* unless its request is still held */
-    uint32_t tag = b->tag;
-    size_t look = h->n < HISTORY_LOOKBACK ? h->n : HISTORY_LOOKBACK;
-    for (size_t i = 0; i < look; i++) {
-        const cca_history_entry_t *e = &h->ring[(h->head + h->n - 1 - i) % h->cap];
-        if (e->addr == b->addr && e->action == CCA_HISTORY_FREE_REQUESTED) {
-            size = e->size;
-            tag = e->tag;
-            break;
-        }
-    }
-    _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, size, b->seg->stream->handle, tag, 0);
+    if (a->history)
+        _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, requested, b->seg->stream->handle, b->tag, 0);
+}
+
+bool _cca_history_copy(const cca_allocator_t *a, cca_history_entry_t **out, size_t *n, uint64_t *dropped)
+{
+    const cca_history_t *h = a->history;
+    *out = NULL;
+    *n = h ? h->n : 0;
+    *dropped = h ? h->dropped : 0;
+    if (!*n) return true;
+    if (!(*out = malloc(*n * sizeof **out))) return false;
+    for (size_t i = 0; i < *n; i++) (*out)[i] = h->ring[(h->head + i) % h->cap];
+    return true;
 }
 
 static void history_free(cca_allocator_t *a)
@@ -102,7 +112,10 @@ cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
     cca_history_t *h = NULL;
     if (max_entries && !(h = calloc(1, sizeof *h)))
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_history: out of host memory");
-    if (h) h->max = max_entries;
+    if (h) {
+        h->max = max_entries;
+        h->epoch_us = history_clock_us(CLOCK_REALTIME) - history_clock_us(CLOCK_MONOTONIC);
+    }
     _cca_lock_all(a);
     if (h && a->history) {                            /* already on: a new bound, the newest entries kept */
         cca_history_t *old = a->history;
@@ -142,15 +155,13 @@ cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn fn, void 
     if (!a || !fn) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: %s is NULL", a ? "fn" : "allocator");
     if (entry_size < CCA_V1_HISTORY)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: entry size %zu is not cca's", entry_size);
+    cca_history_entry_t *copy;
+    size_t n;
+    uint64_t lost;
     _cca_lock(&a->lock);                              /* every writer holds it */
-    cca_history_t *h = a->history;
-    size_t n = h ? h->n : 0;
-    uint64_t lost = h ? h->dropped : 0;
-    cca_history_entry_t *copy = n ? malloc(n * sizeof *copy) : NULL;
-    if (copy)
-        for (size_t i = 0; i < n; i++) copy[i] = h->ring[(h->head + i) % h->cap];
+    bool ok = _cca_history_copy(a, &copy, &n, &lost);
     _cca_unlock(&a->lock);
-    if (n && !copy) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
+    if (!ok) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
     if (dropped) *dropped = lost;
     void *buf = entry_size > sizeof(cca_history_entry_t) ? calloc(1, entry_size) : NULL;
     if (entry_size > sizeof(cca_history_entry_t) && !buf) {

@@ -357,6 +357,13 @@ CCA_API cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_
  * bytes than given; CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
 CCA_API cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg);
 
+/* The same JSON plus the history (cca_record_history) of the same moment,
+ * so that every event's segment is the snapshot's or was returned in it:
+ * "trace_dropped" (entries the ring no longer holds) and "trace": [{"action",
+ * "addr", "size", "stream", "time_us", "frames", and "tag" where one was in
+ * force, "device_free" for an oom}], oldest first - torch's trace entries. */
+CCA_API cca_status_t cca_snapshot_json_history(cca_allocator_t *a, cca_write_fn write, void *arg);
+
 /* "active_allocated", "active_pending_free", "inactive" ("unknown" otherwise). */
 CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
 
@@ -537,7 +544,8 @@ CCA_API uint32_t cca_tag_shared(uint32_t id);
 /* ---- history: the allocation events, for torch's snapshot viewer ----
  * A bounded ring per allocator of what happened, in order: allocations,
  * frees (requested, and completed once no other stream uses the block),
- * segments obtained and returned, out-of-memory failures - with the names
+ * segments obtained and returned, device out-of-memory failures (not host
+ * memory running out for cca's bookkeeping) - with the names
  * torch's memory history uses (cca_history_action_string). While it
  * records, every call takes the all-locked path. */
 typedef enum cca_history_action {
@@ -566,7 +574,9 @@ typedef struct cca_history_entry { CCA_HISTORY_ENTRY_FIELDS(CCA_MEMBER_) } cca_h
 CCA_API cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries);
 
 /* cca_record_history for every default allocator (cca_default): those
- * that exist and those made later. */
+ * that exist and those made later. On failure (host memory) those it had
+ * changed go back to the previous bound (what a smaller one dropped stays
+ * dropped). */
 CCA_API cca_status_t cca_default_record_history(size_t max_entries);
 
 /* Calls fn for every recorded entry, oldest first, outside the lock (from a

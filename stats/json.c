@@ -7,17 +7,20 @@
 #include <stdlib.h>
 #include "stats_internal.h"
 
+static void json_string(cca_emit_t *e, const char *key, const char *value)
+{
+    _cca_emit(e, ", \"%s\": \"", key);                 /* tag names are 1..255 bytes without control characters */
+    for (const char *c = value; *c; c++) _cca_emit(e, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    _cca_emit(e, "\"");
+}
+
 static void json_block(cca_emit_t *e, const cca_block_info_t *b, bool last)
 {
     _cca_emit(e, "        {\"address\": %" PRIuPTR ", \"size\": %zu, \"requested_size\": %zu, \"state\": \"%s\","
                  " \"frames\": []",
               b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state));
-    const char *tag = cca_tag_name(b->tag);           /* tag names are 1..255 bytes without control characters */
-    if (tag) {
-        _cca_emit(e, ", \"tag\": \"");
-        for (const char *c = tag; *c; c++) _cca_emit(e, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-        _cca_emit(e, "\"");
-    }
+    const char *tag = cca_tag_name(b->tag);
+    if (tag) json_string(e, "tag", tag);
     _cca_emit(e, "}%s\n", last ? "" : ",");
 }
 
@@ -33,25 +36,51 @@ static void json_segment(cca_emit_t *e, const cca_segment_info_t *s, const cca_b
     _cca_emit(e, "    ]}%s\n", last ? "" : ",");
 }
 
-cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg)
+static void json_event(cca_emit_t *e, const cca_history_entry_t *h, bool last)
 {
-    if (!a || !write)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_json: %s is NULL", a ? "write" : "allocator");
+    _cca_emit(e, "    {\"action\": \"%s\", \"addr\": %" PRIuPTR ", \"size\": %zu, \"stream\": %" PRIuPTR
+                 ", \"time_us\": %" PRIu64 ", \"frames\": []",
+              cca_history_action_string(h->action), h->addr, h->size, (uintptr_t)h->stream, h->time_us);
+    if (h->action == CCA_HISTORY_OOM) _cca_emit(e, ", \"device_free\": %zu", h->device_free);
+    const char *tag = cca_tag_name(h->tag);
+    if (tag) json_string(e, "tag", tag);
+    _cca_emit(e, "}%s\n", last ? "" : ",");
+}
+
+static cca_status_t json_write(cca_allocator_t *a, cca_write_fn write, void *arg, bool with_history, const char *what)
+{
+    if (!a || !write) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", what, a ? "write" : "allocator");
     cca_snap_t s;
-    cca_status_t st = _cca_snap_take(a, &s);
+    cca_status_t st = _cca_snap_take(a, &s, with_history);
     if (st != CCA_OK) return st;
     cca_emit_t *e = malloc(sizeof *e);
     if (!e) {
         _cca_snap_free(&s);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_snapshot_json: out of host memory");
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     _cca_emit_init(e, write, arg);
     _cca_emit(e, "{\"segments\": [\n");
     const cca_block_info_t *b = s.blocks;
     for (size_t i = 0; i < s.n_segs; b += s.segs[i++].n_blocks) json_segment(e, &s.segs[i], b, i + 1 == s.n_segs);
-    _cca_emit(e, "]}\n");
+    _cca_emit(e, "]");
+    if (with_history) {
+        _cca_emit(e, ", \"trace_dropped\": %" PRIu64 ", \"trace\": [\n", s.hist_dropped);
+        for (size_t i = 0; i < s.n_hist; i++) json_event(e, &s.hist[i], i + 1 == s.n_hist);
+        _cca_emit(e, "]");
+    }
+    _cca_emit(e, "}\n");
     bool ok = _cca_emit_finish(e);
     free(e);
     _cca_snap_free(&s);
-    return ok ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_json: the write callback failed");
+    return ok ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: the write callback failed", what);
+}
+
+cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg)
+{
+    return json_write(a, write, arg, false, "cca_snapshot_json");
+}
+
+cca_status_t cca_snapshot_json_history(cca_allocator_t *a, cca_write_fn write, void *arg)
+{
+    return json_write(a, write, arg, true, "cca_snapshot_json_history");
 }

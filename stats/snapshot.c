@@ -47,6 +47,8 @@ static cca_status_t snapshot_snap_view(cca_view_t *v, void *arg)
     out->segs = malloc((ns ? ns : 1) * sizeof *out->segs);
     out->blocks = malloc((nb ? nb : 1) * sizeof *out->blocks);
     if (!out->segs || !out->blocks) return CCA_ERROR_OUT_OF_MEMORY;
+    if (out->with_history && !_cca_history_copy(a, &out->hist, &out->n_hist, &out->hist_dropped))
+        return CCA_ERROR_OUT_OF_MEMORY;
     for (const cca_segment_t *s = a->segments; s; s = s->next) {
         snapshot_copy_segment(a, s, &out->segs[out->n_segs], out->blocks + out->n_blocks);
         out->n_blocks += out->segs[out->n_segs++].n_blocks;
@@ -85,9 +87,9 @@ static cca_status_t snapshot_sort_segments(cca_snap_t *s)
     return CCA_OK;
 }
 
-cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out)
+cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out, bool with_history)
 {
-    *out = (cca_snap_t){ 0 };
+    *out = (cca_snap_t){ .with_history = with_history };
     cca_status_t st = _cca_view(a, snapshot_snap_view, out);
     if (st == CCA_OK) st = snapshot_sort_segments(out);
     if (st != CCA_OK) {
@@ -101,6 +103,7 @@ void _cca_snap_free(cca_snap_t *s)
 {
     free(s->segs);
     free(s->blocks);
+    free(s->hist);
     *s = (cca_snap_t){ 0 };
 }
 
@@ -129,7 +132,7 @@ cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, 
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca snapshot: out of host memory");
     }
     cca_snap_t s;
-    cca_status_t st = _cca_snap_take(a, &s);
+    cca_status_t st = _cca_snap_take(a, &s, false);
     if (st == CCA_OK) {
         const cca_block_info_t *b = s.blocks;
         int stop = 0;

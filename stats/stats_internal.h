@@ -27,9 +27,13 @@ typedef struct cca_snap {
     cca_segment_info_t *segs;                         /* by address */
     cca_block_info_t *blocks;                         /* segment by segment, by address */
     size_t n_segs, n_blocks;
+    bool with_history;                                /* asked for: the history of the same moment */
+    cca_history_entry_t *hist;                        /* oldest first */
+    size_t n_hist;
+    uint64_t hist_dropped;
 } cca_snap_t;
 
-cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out);
+cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out, bool with_history);
 void         _cca_snap_free(cca_snap_t *s);
 
 /* notice.c: the process's notice queue */

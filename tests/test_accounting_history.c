@@ -5,6 +5,10 @@
  * back after; many threads; sized entries and bad input; the default
  * allocators. */
 #include <pthread.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "acct_util.h"
 #include "internal.h"
 
@@ -359,4 +363,130 @@ Test(history, snapshot_walk_takes_the_first_block_info_size)
     cr_assert_eq(n, 2);
     free_ok(a, p);
     finish(a);
+}
+
+Test(history, a_free_requested_before_recording_completes_with_its_size)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s2;
+    cudaStreamCreate(&s2);
+    void *p = alloc_ok(a, 3 * MiB + 1000, NULL);      /* rounded: 3 MiB + 1024 */
+    cr_assert_eq(cca_record_stream(a, p, s2), CCA_OK);
+    cca_sim_stream_hold(s2);
+    free_ok(a, p);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    cca_sim_stream_release(s2);
+    void *q = alloc_ok(a, 100, NULL);
+    got_t *g = walk(a, NULL);
+    cr_assert_geq(g->n, 2u);
+    expect(&g->e[0], CCA_HISTORY_FREE_COMPLETED, p, 3 * MiB + 1000, NULL, 0);
+    free_ok(a, q);
+    finish(a);
+    cudaStreamDestroy(s2);
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    cr_assert(json_object_object_get_ex(o, key, &v), "no \"%s\"", key);
+    return v;
+}
+
+Test(history, the_snapshot_json_with_the_history_of_the_same_moment)
+{
+    cca_allocator_t *a = make_alloc("");
+    uint32_t t = 0;
+    cr_assert_eq(cca_tag_id("say \"hi\"", &t), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 3), CCA_OK);
+    void *p = alloc_ok(a, 1000, NULL);
+    cca_tag_thread(t);
+    void *q = alloc_ok(a, 2000, NULL);
+    cca_tag_thread(0);
+    free_ok(a, p);                                    /* 5 entries, the ring keeps 3 */
+    sink_t k = { 0 };
+    cr_assert_eq(cca_snapshot_json_history(a, sink_write, &k), CCA_OK, "%s", cca_last_error_string());
+    json_object *o = json_tokener_parse(k.s);
+    cr_assert_not_null(o, "not JSON:\n%s", k.s);
+    cr_assert_eq(json_object_array_length(get(o, "segments")), 1u);
+    cr_assert_eq(json_object_get_int64(get(o, "trace_dropped")), 2);
+    json_object *tr = get(o, "trace");
+    cr_assert_eq(json_object_array_length(tr), 3u);
+    json_object *e0 = json_object_array_get_idx(tr, 0), *e2 = json_object_array_get_idx(tr, 2);
+    cr_assert_str_eq(json_object_get_string(get(e0, "action")), "alloc");
+    cr_assert_eq((uintptr_t)json_object_get_int64(get(e0, "addr")), (uintptr_t)q);
+    cr_assert_eq(json_object_get_int64(get(e0, "size")), 2000);
+    cr_assert_str_eq(json_object_get_string(get(e0, "tag")), "say \"hi\"");
+    cr_assert_eq(json_object_get_int64(get(e0, "stream")), 0);
+    cr_assert(json_object_get_int64(get(e0, "time_us")) > 0);
+    cr_assert_eq(json_object_array_length(get(e0, "frames")), 0u);
+    cr_assert_str_eq(json_object_get_string(get(e2, "action")), "free_completed");
+    cr_assert(!json_object_object_get_ex(e2, "tag", NULL), "untagged: no tag key");
+    cr_assert(!json_object_object_get_ex(e2, "device_free", NULL), "device_free only for oom");
+    json_object_put(o);
+    free(k.s);
+    k = (sink_t){ 0 };
+    cr_assert_eq(cca_snapshot_json(a, sink_write, &k), CCA_OK);
+    cr_assert_null(strstr(k.s, "trace"), "the plain snapshot has no trace");
+    free(k.s);
+    cr_assert_eq(cca_snapshot_json_history(NULL, sink_write, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_snapshot_json_history(a, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    size_t left = 10;
+    cr_assert_eq(cca_snapshot_json_history(a, (cca_write_fn)failing_write, &left), CCA_ERROR_INVALID_ARGUMENT);
+    free_ok(a, q);
+    finish(a);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HISTORY_NO_RLIMIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HISTORY_NO_RLIMIT 1
+#endif
+#endif
+
+static int keep_last(const cca_history_entry_t *e, void *arg)
+{
+    *(cca_history_entry_t *)arg = *e;
+    return 0;
+}
+
+/* Host memory runs out as the ring would grow (an address-space limit in
+ * this test's own process): it keeps the size it has and drops the oldest
+ * entries, not the newest. Sanitizers reserve address space of their own:
+ * skipped there. */
+Test(history, a_ring_that_cannot_grow_keeps_the_newest)
+{
+#ifdef HISTORY_NO_RLIMIT
+    cr_skip_test("an address-space limit and a sanitizer do not mix");
+#else
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 4096, NULL));              /* a cached block: no host memory per call */
+    cr_assert_eq(cca_record_history(a, SIZE_MAX / 2), CCA_OK);
+    for (int i = 0; i < 21845; i++) free_ok(a, alloc_ok(a, 4096, NULL));   /* 65,535 entries */
+    void *last = alloc_ok(a, 4096, NULL);             /* 65,536: the ring's size */
+    struct rlimit old, lim;
+    cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "%lu", &pages), 1);
+    fclose(f);
+    lim = old;
+    lim.rlim_cur = pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20);   /* 1 MiB more: not 3.5 MiB more ring */
+    cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    free_ok(a, last);
+    void *p = NULL;
+    for (int i = 0; i < 10; i++) free_ok(a, p = alloc_ok(a, 4096, NULL));
+    cr_assert_eq(setrlimit(RLIMIT_AS, &old), 0);
+    uint64_t dropped = 0;
+    got_t *g = walk(a, &dropped);
+    cr_assert_eq(g->n, 65536u, "the size it had became its bound");
+    cr_assert_eq(dropped, 32u, "the 32 oldest went");
+    cca_history_entry_t newest = { 0 };
+    cr_assert_eq(cca_history_walk(a, keep_last, &newest, NULL), CCA_OK);
+    expect(&newest, CCA_HISTORY_FREE_COMPLETED, p, 4096, NULL, 0);   /* the newest survived */
+    check_ok(a);
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK);
+    finish(a);
+#endif
 }

@@ -445,26 +445,37 @@ def record_history(enabled=True, max_entries=HISTORY_DEFAULT_ENTRIES, device=Non
         _check(_lib.lib().cca_record_history(_allocator(device), n), "cca.record_history")
 
 
+def _event_dict(e):
+    """A cca_history_entry_t as torch's trace entry."""
+    action = _lib.lib().cca_history_action_string(int(e.action)).decode()
+    d = {"action": action, "addr": int(e.addr), "size": int(e.size), "stream": int(e.stream or 0),
+         "time_us": int(e.time_us), "frames": []}
+    if action == "oom":
+        d["device_free"] = int(e.device_free)
+    if e.tag:
+        d["tag"] = tag_name(e.tag)
+    return d
+
+
 def _history_of(a):
     cls = _lib.struct("cca_history_entry_t")
-    out = []
+    out, failed = [], []
     lib = _lib.lib()
 
     def take(ptr, _arg):
-        e = cls.from_address(ptr)
-        action = lib.cca_history_action_string(int(e.action)).decode()
-        d = {"action": action, "addr": int(e.addr), "size": int(e.size), "stream": int(e.stream or 0),
-             "time_us": int(e.time_us), "frames": []}
-        if action == "oom":
-            d["device_free"] = int(e.device_free)
-        if e.tag:
-            d["tag"] = tag_name(e.tag)
-        out.append(d)
-        return 0
+        try:
+            out.append(_event_dict(cls.from_address(ptr)))
+            return 0
+        except BaseException as exc:                  # noqa: BLE001 - ctypes would print and drop it
+            failed.append(exc)
+            return 1
 
     dropped = ctypes.c_uint64()
-    _check(lib.cca_history_walk_sized(a, ctypes.cast(_HISTORY_FN(take), ctypes.c_void_p), None, ctypes.byref(dropped),
+    cb = _HISTORY_FN(take)                            # alive until the walk returns
+    _check(lib.cca_history_walk_sized(a, ctypes.cast(cb, ctypes.c_void_p), None, ctypes.byref(dropped),
                                       ctypes.sizeof(cls)), "cca_history_walk")
+    if failed:
+        raise failed[0]
     return out, int(dropped.value)
 
 
@@ -495,22 +506,39 @@ def _allocator_settings():
         "garbage_collection_threshold": float(c.garbage_collection_threshold),
         "expandable_segments": False,
         "pinned_num_register_threads": 1,
-        "release_lock_on_malloc": False,
-        "pinned_use_host_register": False,
+        "release_lock_on_cudamalloc": False,
+        "pinned_use_cuda_host_register": False,
+        "graph_capture_record_stream_reuse": False,
         "roundup_power2_divisions": {str(1 << i): int(c.roundup_power2_divisions[i])
                                      for i in range(len(c.roundup_power2_divisions))},
     }
 
 
+def _device_count():
+    n = ctypes.c_int(0)
+    try:
+        if _lib.lib().cudaGetDeviceCount(ctypes.byref(n)) != 0:
+            n.value = 0
+    except AttributeError:                            # a runtime that does not show it through libcca
+        pass
+    return n.value
+
+
 def snapshot():
     """torch.cuda.memory._snapshot(): {"segments": memory_snapshot(),
-    "device_traces": [history(d) for each device], "allocator_settings":
-    ...}, the layout torch's _memory_viz reads."""
+    "device_traces": one list per device of its history's events,
+    "allocator_settings": ...}, the layout torch's _memory_viz reads. Each
+    device's segments and events are taken at one moment
+    (cca_snapshot_json_history), so every event's segment is in the
+    snapshot or was returned in the trace."""
     found = _existing_allocators()
-    traces = [[] for _ in range(found[-1][0] + 1)] if found else []
+    n = max([_device_count()] + [d + 1 for d, _ in found])
+    segs, traces = [], [[] for _ in range(n)]
     for d, a in found:
-        traces[d] = _history_of(a)[0]
-    return {"segments": memory_snapshot(), "device_traces": traces, "allocator_settings": _allocator_settings()}
+        data = json.loads(_text_of(_lib.lib().cca_snapshot_json_history, a))
+        segs.extend(data["segments"])
+        traces[d] = data["trace"]
+    return {"segments": segs, "device_traces": traces, "allocator_settings": _allocator_settings()}
 
 
 def dump_snapshot(path="dump_snapshot.pickle"):

@@ -123,6 +123,7 @@ def _declare(lib):
         "cca_oom_judge": (None, [vp]),
         "cca_oom_verdict_string": (c.c_char_p, [i]),
         "cca_snapshot_json": (st, [vp, vp, vp]),
+        "cca_snapshot_json_history": (st, [vp, vp, vp]),
         "cca_memory_summary": (st, [vp, vp, vp]),
         "cca_set_memory_fraction": (st, [vp, c.c_double]),
         "cca_set_memory_limit": (st, [vp, sz]),

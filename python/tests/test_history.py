@@ -210,3 +210,24 @@ def test_bound_all_devices_and_bad_arguments(shared_device):
     cca.record_history("all", max_entries=5, device=d)   # torch's spellings
     cca.record_history(None, device=d)
     assert cca.history(d) == []
+
+
+def test_snapshot_is_one_moment_after_a_thread_exits(recording, sim):
+    """A thread's per-thread stream dies with it and the next all-locked
+    call returns its segment: the snapshot's segments and trace are taken
+    at one moment, so the trace's segment_free and the segments agree."""
+    import threading
+    d = recording
+
+    def worker():
+        p = c_malloc(d, 5 * MiB, ctypes.c_void_p(2))  # cudaStreamPerThread
+        c_free(d, p)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    data = cca.snapshot()
+    viewer_reads(data)
+    replay(data["device_traces"][d], data["segments"], d)
+    assert [e["action"] for e in data["device_traces"][d]][-1] == "segment_free"
+    assert len(data["device_traces"]) == 16, "one list per device the runtime has"
