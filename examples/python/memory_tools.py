@@ -21,8 +21,8 @@ cca.record_history(True)                     # every allocation event, for the s
 
 
 def crossed(c):                              # runs on cca's delivery thread, never inside an allocation
-    print("watch: allocated %s %d MiB (now %d MiB)" % ("rose above" if c.rising else "fell to or below",
-                                                        c.threshold // MiB, c.bytes // MiB))
+    sys.stdout.write("watch: allocated %s %d MiB (now %d MiB)\n" % (    # one write: lines stay whole
+        "rose above" if c.rising else "fell to or below", c.threshold // MiB, c.bytes // MiB))
 
 
 def load():
