@@ -595,8 +595,10 @@ CCA_API const char *cca_history_action_string(int action);
 /* ---- notices: watch crossings and out-of-memory for a delivery thread ----
  * How bindings run their callbacks outside the allocating call and without
  * holding anything the allocating thread needs (a Python binding: the
- * GIL): the allocating thread only queues a notice, after it unlocked, and
- * a thread of the binding's own waits for notices and runs the callbacks. */
+ * GIL): the allocating thread only queues a notice (a crossing while it
+ * still holds the allocator's locks, so that all threads' crossings queue
+ * in the order they happened; a report after it unlocked), and a thread
+ * of the binding's own waits for notices and runs the callbacks. */
 
 /* Like cca_watch_threshold, but each crossing is queued as a notice (one
  * queue for the process, in crossing order) instead of calling a function. */

@@ -1,6 +1,8 @@
 /* notice.c - the process's queue of notices (watch crossings, out-of-memory
- * reports) for bindings' delivery threads: pushed by the thread whose call
- * crossed, after it unlocked the allocator; taken in order by
+ * reports) for bindings' delivery threads: a crossing pushed by the thread
+ * whose call crossed, still all locked (so the queue holds every thread's
+ * crossings in the order they happened), a report after it unlocked; taken
+ * in order by
  * cca_notice_wait, which a binding calls without holding anything the
  * allocating threads need. One mutex and one condition variable; a FIFO
  * ring that grows by doubling (a push that finds no host memory is counted

@@ -1,8 +1,12 @@
 /* watch.c - threshold watches and measurement scopes. Both see a view at
  * the end of each cca_malloc, cca_free and cca_empty_cache (the core calls
  * acct.ops->changed only while the hooks flag is set, so an allocator
- * without watches pays one load). Crossings go to a per-thread queue and
- * are delivered by the same thread after unlock. */
+ * without watches pays one load). A crossing of a watch with a callback
+ * goes to a per-thread queue and is delivered by the same thread after
+ * unlock; a queued watch's crossing goes to the process's notice queue at
+ * once, still all locked, so that crossings caused by different threads
+ * are queued in the order they happened (the notice queue's mutex is taken
+ * inside the allocator's locks and never the other way round). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +115,15 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
         t->above = now > t->bytes;
         watch_tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
     }
-    if (tq.n > first) watch_sort_crossings(tq.q + first, tq.n - first);   /* tq.q may still be NULL */
+    if (tq.n == first) return;                        /* tq.q may still be NULL */
+    watch_sort_crossings(tq.q + first, tq.n - first);
+    size_t kept = first;                              /* queued watches' notices go now, under the lock, */
+    for (size_t i = first; i < tq.n; i++) {           /* so that every thread's crossings queue in order */
+        const crossing_t *c = &tq.q[i];
+        if (c->fn) tq.q[kept++] = *c;
+        else _cca_notice_watch(v->a->cfg.device, c->watch_id, c->which, c->threshold, c->now, c->rising);
+    }
+    tq.n = kept;
 }
 
 static void watch_update_scopes(const cca_view_t *v)
@@ -153,8 +165,7 @@ void _cca_watch_deliver(cca_allocator_t *a)
     crossing_t c;
     while (tq.n && watch_tq_take(a->id, &c)) {            /* a callback may queue more: still in order */
         if (_cca_view(a, watch_alive_view, &c.watch_id) != CCA_OK) continue;
-        if (c.fn) c.fn(c.arg, c.which, c.now, c.rising);
-        else _cca_notice_watch(a->cfg.device, c.watch_id, c.which, c.threshold, c.now, c.rising);   /* queued */
+        c.fn(c.arg, c.which, c.now, c.rising);        /* queued watches' crossings are in the notice queue */
     }
 }
 

@@ -422,3 +422,46 @@ Test(watch, oom_reports_become_notices)
     cr_assert_eq(cca_notice_pending(NULL, NULL), 0u, "off again");
     finish(a);
 }
+
+/* Threads racing across one queued threshold: the notices alternate
+ * rising and falling, as the figure did, whichever thread crossed. */
+static cca_allocator_t *race_a;
+
+static void *race_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20000; i++) {
+        void *p = NULL;
+        if (cca_malloc(race_a, &p, 512, NULL) != CCA_OK || cca_free(race_a, p) != CCA_OK) return arg ? arg : (void *)1;
+    }
+    return NULL;
+}
+
+Test(watch, queued_crossings_of_racing_threads_stay_in_order)
+{
+    race_a = make_alloc("");
+    while (cca_notice_wait(0, NULL, NULL, NULL, NULL, NULL, NULL) != CCA_NOTICE_NONE) {}
+    uint64_t id = 0;
+    cr_assert_eq(cca_watch_threshold_queued(race_a, CCA_WATCH_ALLOCATED, 256, &id), CCA_OK);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, race_worker, NULL);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        cr_assert_null(r);
+    }
+    int rising = 0, expect_rising = 1;
+    size_t n = 0, bytes = 0;
+    uint64_t got = 0;
+    while (cca_notice_wait(0, NULL, &got, NULL, NULL, &bytes, &rising) == CCA_NOTICE_WATCH) {
+        cr_assert_eq(got, id);
+        cr_assert_eq(rising, expect_rising, "notice %zu: %s twice in a row", n, rising ? "rising" : "falling");
+        cr_assert_eq(bytes, rising ? (size_t)512 : (size_t)0);
+        expect_rising = !expect_rising;
+        n++;
+    }
+    cr_assert_gt(n, 0u);
+    cr_assert_eq(n % 2, 0u, "ends below, as the figure does");
+    cr_assert_eq(cca_unwatch(race_a, id), CCA_OK);
+    finish(race_a);
+}
