@@ -25,6 +25,7 @@ void _cca_lock_all(cca_allocator_t *a)
 
 void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
 {
+    a->change.kind = 0;
     _cca_counters_rebalance(a, trigger);
     a->all_locked = false;
     for (cca_stream_t *st = a->streams; st; st = st->next) _cca_unlock(&st->lock);
@@ -107,6 +108,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
     b->tag = _cca_tag_now();
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_ALLOC, b->addr, size, st->handle, b->tag, 0);
+    a->change.addr = b->addr, a->change.size = b->size, a->change.kind = 1;
     *ptr = (void *)b->addr;
     return CCA_OK;
 }
@@ -270,6 +272,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     }
     st = b->seg->stream;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
+    a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
     alloc_release_to_pool(a, st, b);
     if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
     alloc_unlock_all_changed(a, st->dead ? NULL : st);

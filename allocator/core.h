@@ -16,7 +16,7 @@
 #define CCA_V1_SEG    sizeof(cca_segment_info_t)
 #define CCA_V1_BLOCK  offsetof(cca_block_info_t, tag)
 #define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
-#define CCA_V1_SCOPE  sizeof(cca_scope_result_t)
+#define CCA_V1_SCOPE  offsetof(cca_scope_result_t, left_allocated)
 #define CCA_V1_HISTORY sizeof(cca_history_entry_t)
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`

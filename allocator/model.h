@@ -240,6 +240,11 @@ struct cca_allocator {
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
     _Atomic int hooks;                                /* CCA_HOOK_* bits; nonzero: every call all locked */
     struct cca_history *history;                      /* all locked: recorded events (history.c); NULL: off */
+    struct {                                          /* all locked: the block this call took or freed, */
+        uintptr_t addr;                               /* for the accounting's scopes (kind 0: neither) */
+        size_t size;
+        int kind;                                     /* +1 taken, -1 freed */
+    } change;
     struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
         const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
         struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */

@@ -635,7 +635,10 @@ CCA_API size_t cca_notice_pending(uint64_t *queued, uint64_t *dropped);
     X(size_t, allocated_bytes, , "rounded bytes allocated meanwhile") \
     X(size_t, freed_bytes, , "rounded bytes freed meanwhile") \
     X(uint64_t, allocations, , "allocations meanwhile") \
-    X(uint64_t, frees, , "frees meanwhile")
+    X(uint64_t, frees, , "frees meanwhile") \
+    X(size_t, left_allocated, , "rounded bytes of the blocks allocated meanwhile and not freed at its end") \
+    X(uint64_t, left_allocations, , "those blocks") \
+    X(uint64_t, left_untracked, , "allocations meanwhile not followed for lack of host memory (0: left_* exact)")
 typedef struct cca_scope_result { CCA_SCOPE_RESULT_FIELDS(CCA_MEMBER_) } cca_scope_result_t;
 
 /* Opens a measurement scope; scopes nest and may overlap across threads.

@@ -465,3 +465,47 @@ Test(watch, queued_crossings_of_racing_threads_stay_in_order)
     cr_assert_eq(cca_unwatch(race_a, id), CCA_OK);
     finish(race_a);
 }
+
+/* What a scope left allocated: the blocks allocated while it was open and
+ * not freed by its end - not the net of allocations and frees, which
+ * frees of older blocks would drive below zero. */
+Test(watch, scope_left_allocated_follows_its_own_blocks)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *old = alloc_ok(a, 64 * MiB, NULL);          /* before the scope */
+    uint64_t outer = 0, inner = 0;
+    cr_assert_eq(cca_scope_begin(a, &outer), CCA_OK);
+    void *p[300];
+    for (int i = 0; i < 300; i++) p[i] = alloc_ok(a, 512 * (size_t)(i % 5 + 1), NULL);
+    cr_assert_eq(cca_scope_begin(a, &inner), CCA_OK);
+    void *late = alloc_ok(a, 3000, NULL);             /* rounded to 3072 */
+    size_t kept = 0;
+    for (int i = 0; i < 300; i++) {
+        if (i % 3) { free_ok(a, p[i]); p[i] = NULL; }
+        else kept += 512 * (size_t)(i % 5 + 1);
+    }
+    free_ok(a, old);
+    cca_scope_result_t ri, ro;
+    cr_assert_eq(cca_scope_end(a, inner, &ri), CCA_OK);
+    cr_assert_eq(ri.left_allocated, 3072u);
+    cr_assert_eq(ri.left_allocations, 1u);
+    cr_assert_eq(ri.left_untracked, 0u);
+    cr_assert_gt(ri.freed_bytes, ri.allocated_bytes, "it freed older blocks: the net is below zero");
+    cr_assert_eq(cca_scope_end(a, outer, &ro), CCA_OK);
+    cr_assert_eq(ro.left_allocated, kept + 3072);
+    cr_assert_eq(ro.left_allocations, 100u + 1u);
+    cr_assert_eq(ro.allocations, 301u);
+    /* a caller built before the left_* fields gets the first ones only */
+    uint64_t t = 0;
+    cr_assert_eq(cca_scope_begin(a, &t), CCA_OK);
+    unsigned char small[offsetof(cca_scope_result_t, left_allocated) + 8];
+    memset(small, 0xAB, sizeof small);
+    cr_assert_eq(cca_scope_end_sized(a, t, (cca_scope_result_t *)(void *)small, offsetof(cca_scope_result_t, left_allocated)),
+                 CCA_OK);
+    for (size_t i = offsetof(cca_scope_result_t, left_allocated); i < sizeof small; i++)
+        cr_assert_eq(small[i], 0xAB, "written past the caller's struct");
+    for (int i = 0; i < 300; i++)
+        if (p[i]) free_ok(a, p[i]);
+    free_ok(a, late);
+    finish(a);
+}
