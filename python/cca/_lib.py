@@ -69,6 +69,9 @@ def hooks_path(torch_variant=True):
     CCA_HOOKS_LIBRARY, beside libcca, or in a build tree's hooks/."""
     env = os.environ.get("CCA_HOOKS_LIBRARY")
     if env:
+        plain = os.path.join(os.path.dirname(env), "libcca_hooks.so")
+        if not torch_variant and os.path.basename(env) == "libcca_hooks_torch.so" and os.path.exists(plain):
+            return plain                              # the torch variant needs torch loaded: not for CuPy
         return env
     base = os.path.dirname(os.path.abspath(library_path()))
     names = (["libcca_hooks_torch.so"] if torch_variant else []) + ["libcca_hooks.so"]

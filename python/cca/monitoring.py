@@ -16,6 +16,7 @@ line or a CSV row of the figures every interval.
 """
 
 import collections
+import contextvars
 import ctypes
 import functools
 import numbers
@@ -69,19 +70,22 @@ def _loop():
     while True:
         kind = lib.cca_notice_wait(250, ctypes.byref(dev), ctypes.byref(wid), ctypes.byref(which), ctypes.byref(th),
                                    ctypes.byref(now), ctypes.byref(rising))
-        if kind == 1:
-            with _mu:
-                w = _watches.get((dev.value, wid.value))
-            if w is not None:
-                w._deliver(Crossing(dev.value, _WHAT_NAME.get(which.value, "allocated"), int(th.value),
-                                    int(now.value), bool(rising.value)))
-        elif kind == 2:
-            with _mu:
-                handlers = list(_oom.get(dev.value, ()))
-            if handlers:
-                report = _pkg().last_oom(dev.value)
-                for h in handlers:
-                    h._deliver(report)
+        try:                                          # nothing a notice brings ends the thread
+            if kind == 1:
+                with _mu:
+                    w = _watches.get((dev.value, wid.value))
+                if w is not None:
+                    w._deliver(Crossing(dev.value, _WHAT_NAME.get(which.value, "allocated"), int(th.value),
+                                        int(now.value), bool(rising.value)))
+            elif kind == 2:
+                with _mu:
+                    handlers = list(_oom.get(dev.value, ()))
+                if handlers:
+                    report = _pkg().last_oom(dev.value)
+                    for h in handlers:
+                        h._deliver(report)
+        except BaseException:                         # noqa: BLE001
+            _report_error("delivery")
 
 
 def _ensure_thread():
@@ -108,14 +112,14 @@ class Watch:
         self.crossings += 1
         try:
             self._callback(crossing)
-        except Exception:                             # noqa: BLE001 - a user's callback must not stop delivery
+        except BaseException:                         # noqa: BLE001 - not even sys.exit() stops delivery
             _report_error("watch")
 
     def remove(self):
-        if self._removed:
-            return
-        self._removed = True
-        with _mu:
+        with _mu:                                     # one remove unwatches; a second is a no-op
+            if self._removed:
+                return
+            self._removed = True
             _watches.pop((self.device, self.id), None)
         pkg = _pkg()
         a = pkg._allocator(self.device)
@@ -174,21 +178,20 @@ class OomHandler:
         self.calls += 1
         try:
             self._callback(report)
-        except Exception:                             # noqa: BLE001
+        except BaseException:                         # noqa: BLE001
             _report_error("OOM")
 
     def remove(self):
-        if self._removed:
-            return
-        self._removed = True
-        with _mu:
+        pkg = _pkg()
+        with _mu:                                     # the list and the C switch change together
+            if self._removed:
+                return
+            self._removed = True
             handlers = _oom.get(self.device, [])
             if self in handlers:
                 handlers.remove(self)
-            last = not handlers
-        if last:
-            pkg = _pkg()
-            pkg._check(_lib.lib().cca_oom_notices(pkg._allocator(self.device), 0), "cca_oom_notices")
+            if not handlers:
+                pkg._check(_lib.lib().cca_oom_notices(pkg._allocator(self.device), 0), "cca_oom_notices")
 
     def __enter__(self):
         return self
@@ -211,8 +214,8 @@ def on_oom(callback, device=None):
     _ensure_thread()
     h = OomHandler(d, callback)
     with _mu:
+        pkg._check(_lib.lib().cca_oom_notices(a, 1), "cca_oom_notices")
         _oom.setdefault(d, []).append(h)
-    pkg._check(_lib.lib().cca_oom_notices(a, 1), "cca_oom_notices")
     return h
 
 
@@ -222,9 +225,10 @@ class ProfileResult:
     """What a profile saw on its device while it ran (every thread's
     allocations count): ``peak_allocated``, ``peak_reserved`` (bytes),
     ``allocated_bytes`` / ``allocations`` and ``freed_bytes`` / ``frees``,
-    ``left_allocated`` (bytes allocated and not freed meanwhile: a leak
-    candidate), ``wall_s``, and the profiles opened inside it on the same
-    thread (``children``)."""
+    ``left_allocated`` / ``left_allocations`` (the blocks allocated while
+    it ran and still allocated at its end: a leak candidate; frees of older
+    blocks do not count against it), ``wall_s``, and the profiles opened
+    inside it on the same thread (``children``)."""
 
     def __init__(self, name, device, raw, wall_s, children):
         self.name, self.device, self.wall_s, self.children = name, device, wall_s, children
@@ -234,7 +238,8 @@ class ProfileResult:
         self.freed_bytes = int(raw.freed_bytes)
         self.allocations = int(raw.allocations)
         self.frees = int(raw.frees)
-        self.left_allocated = self.allocated_bytes - self.freed_bytes
+        self.left_allocated = int(raw.left_allocated)
+        self.left_allocations = int(raw.left_allocations)
 
     def line(self):
         return ("cca.profile %s: %.3f s, peak allocated %s, peak reserved %s, allocated %s in %d, freed %s in %d, "
@@ -266,7 +271,21 @@ class ProfileResult:
                                                                                 self.left_allocated)
 
 
-_stack = threading.local()
+class _Run:
+    """One entry into a profile: its scope, clock and the results of the
+    profiles opened inside it."""
+
+    __slots__ = ("profile", "device", "token", "t0", "children")
+
+    def __init__(self, prof, device, token):
+        self.profile, self.device, self.token = prof, device, token
+        self.children = []
+        self.t0 = time.perf_counter()
+
+
+# The open runs, innermost last: per thread (a new thread starts with an
+# empty context) and per asyncio task (each runs in a copy of the context).
+_runs = contextvars.ContextVar("cca_profile_runs", default=())
 
 
 class profile:                                      # noqa: N801 - used as a function: cca.profile(...)
@@ -294,7 +313,6 @@ class profile:                                      # noqa: N801 - used as a fun
         self.report = report
         self.file = file
         self.result = None
-        self._token = None
         if self._fn is not None:
             functools.update_wrapper(self, self._fn)
             self.last_profile = None
@@ -323,31 +341,29 @@ class profile:                                      # noqa: N801 - used as a fun
 
     def __enter__(self):
         pkg = _pkg()
-        self._dev = pkg._device_index(self.device)
-        a = pkg._allocator(self._dev)
+        dev = pkg._device_index(self.device)
+        a = pkg._allocator(dev)
         tok = ctypes.c_uint64()
         pkg._check(_lib.lib().cca_scope_begin(a, ctypes.byref(tok)), "cca.profile")
-        self._token = tok.value
-        self._children = []
-        stack = getattr(_stack, "v", None)
-        if stack is None:
-            stack = _stack.v = []
-        stack.append(self)
-        self._t0 = time.perf_counter()
+        _runs.set(_runs.get() + (_Run(self, dev, tok.value),))   # the same object may be open more than once
         return self
 
     def __exit__(self, *exc):
-        wall = time.perf_counter() - self._t0
-        stack = _stack.v
-        if stack and stack[-1] is self:
-            stack.pop()
+        stack = _runs.get()
+        idx = max((i for i, r in enumerate(stack) if r.profile is self), default=None)
+        if idx is None:
+            raise RuntimeError("cca.profile %r: left without being entered in this thread or task" % self.name)
+        run = stack[idx]
+        wall = time.perf_counter() - run.t0
+        stack = stack[:idx] + stack[idx + 1:]         # its own entry, even when left out of order
+        _runs.set(stack)
         pkg = _pkg()
         raw = _lib.struct("cca_scope_result_t")()
-        pkg._check(_lib.lib().cca_scope_end_sized(pkg._allocator(self._dev), self._token, ctypes.byref(raw),
+        pkg._check(_lib.lib().cca_scope_end_sized(pkg._allocator(run.device), run.token, ctypes.byref(raw),
                                                   ctypes.sizeof(raw)), "cca.profile")
-        self.result = ProfileResult(self.name, self._dev, raw, wall, self._children)
-        if stack:
-            stack[-1]._children.append(self.result)
+        self.result = ProfileResult(self.name, run.device, raw, wall, run.children)
+        if idx > 0:
+            stack[idx - 1].children.append(self.result)
         elif self.report is True:
             f = self.file or sys.stderr
             f.write(str(self.result) + "\n")
@@ -428,11 +444,19 @@ class Monitor:
         return self
 
     def stop(self):
+        """Stops the thread and writes a last sample - unless the thread had
+        ended on a write error, or this one fails (reported on stderr, never
+        raised: a monitor does not replace the program's own exception)."""
         if self._thread is not None:
+            alive = self._thread.is_alive()
             self._stop.set()
             self._thread.join()
             self._thread = None
-            self._write()
+            if alive:
+                try:
+                    self._write()
+                except Exception:                     # noqa: BLE001
+                    _report_error("Monitor")
 
     def __enter__(self):
         return self.start()

@@ -119,6 +119,13 @@ def test_cupy_c_function_allocator_never_throws(standins, small, dev):
     text = _lib.error_text()
     assert "out of memory" in text and "\n" in text, "the report follows the message: %r" % text
     assert hooks.cca_cupy_malloc(None, 1, 99) is None, "a bad device is a NULL, not an exception"
+    cupy.cuda.Device.current = small
+    with pytest.raises(cupy.cuda.memory.OutOfMemoryError) as ei:   # CuPy would hand out address 0
+        alloc.malloc(256 * MiB)
+    assert ei.value.size == 256 * MiB and ei.value.limit == 0
+    assert ei.value.cca_report is not None and ei.value.cca_report.requested == 256 * MiB
+    assert alloc.malloc(0).ptr == 0, "size 0: no allocation, as CuPy"
+    cupy.cuda.Device.current = dev
     hooks.cca_cupy_free(None, None, dev)              # NULL: nothing
     hooks.cca_cupy_free(None, ctypes.c_void_p(0x1234), dev)   # not ours: a status, nothing else
     cca.check(dev)
@@ -146,6 +153,42 @@ def test_cupy_pool_answers_from_cca(standins, dev):
         pool.set_limit(size=1, fraction=0.5)
     with pytest.raises(ValueError):
         pool.set_limit(fraction=2)
+    pool.set_limit(size=512 * MiB)
+    with pytest.raises(ValueError):                   # below one 2 MiB segment: refused
+        pool.set_limit(size=1 * MiB)
+    assert pool.get_limit() == 512 * MiB, "a refused limit leaves the old one"
+    pool.set_limit(fraction=0.25)
+    with pytest.raises(ValueError):
+        pool.set_limit(size=1)
+    assert pool.get_limit() == cca.mem_get_info(dev)[1] // 4
+    pool.set_limit(size=0)
+    assert pool.get_limit() == 0
+
+
+def test_cupy_oom_names_the_cap_as_its_limit_and_collects_cycles_first(standins, small):
+    cupy = importlib.import_module("cupy")
+    import cca.allocators.cupy as cc
+    cc.install()
+    cupy.cuda.Device.current = small
+    pool = cc.Pool(small)
+    pool.set_limit(size=32 * MiB)
+    try:
+        with pytest.raises(cupy.cuda.memory.OutOfMemoryError) as ei:
+            cupy.cuda.alloc(40 * MiB)
+        assert ei.value.limit == 32 * MiB
+        # memory held only by a reference cycle: CuPy's pool collects and retries, so does cca's
+        gc.disable()                                  # only the adapter's own collection frees it
+        a = cupy.cuda.alloc(20 * MiB)
+        cycle = [a]
+        cycle.append(cycle)
+        del a, cycle
+        b = cupy.cuda.alloc(20 * MiB)
+        del b
+    finally:
+        gc.enable()
+        gc.collect()
+        pool.set_limit(size=0)
+        cca.empty_cache()
 
 
 # ---- Numba -----------------------------------------------------------------
@@ -170,6 +213,20 @@ def test_numba_plugin_through_the_variable(standins, dev, monkeypatch):
     mp.free()
     assert cca.memory_allocated(dev) == before
     cca.check(dev)
+
+
+def test_numba_pointer_with_nvidias_bindings(standins, dev, monkeypatch):
+    import cca.allocators.numba as cn
+    cuda = importlib.import_module("numba.cuda")
+    driver = importlib.import_module("numba.cuda.cudadrv.driver")
+    mgr = cn.CcaMemoryManager(context=cuda.Context(dev))
+    for nv in (False, True):
+        monkeypatch.setattr(driver, "USE_NV_BINDING", nv)
+        mp = mgr.memalloc(1 * MiB)
+        ptr = driver.device_pointer_value(mp.device_pointer)   # as Numba reads it in each mode
+        assert ptr and _stream_of(dev, ptr) == 0
+        assert isinstance(mp.device_pointer, driver.binding.CUdeviceptr) == nv
+        mp.free()
 
 
 def test_numba_per_thread_default_stream(standins, dev, monkeypatch):

@@ -103,3 +103,48 @@ def test_summary_and_oom_report_name_the_holders(small_device):
     assert "held by tag: weights 20.00 MiB, activations 12.00 MiB" in str(r)
     c_free(d, w)
     c_free(d, x)
+
+
+def test_shared_tags_overlapping_across_threads(shared_device):
+    """A enters, B enters, A leaves, B leaves: threads without their own tag
+    get B's while it is open, then none - never a stale A."""
+    d = shared_device
+    a_in, b_in, leave_a, leave_b, a_out = (threading.Event() for _ in range(5))
+
+    def run(name, entered, leave, done):
+        with cca.tag(name):
+            entered.set()
+            leave.wait(5)
+        done.set()
+
+    ta = threading.Thread(target=run, args=("A", a_in, leave_a, a_out))
+    tb = threading.Thread(target=run, args=("B", b_in, leave_b, threading.Event()))
+    ta.start()
+    a_in.wait(5)
+    tb.start()
+    b_in.wait(5)
+    leave_a.set()
+    a_out.wait(5)                                     # A left, B still open
+    p = in_thread(lambda: c_malloc(d, 4096))
+    leave_b.set()
+    ta.join()
+    tb.join()
+    q = in_thread(lambda: c_malloc(d, 4096))
+    assert (tag_of(d, p), tag_of(d, q)) == ("B", None)
+    c_free(d, p)
+    c_free(d, q)
+
+
+def test_one_tag_object_nested_and_on_two_threads(shared_device):
+    d = shared_device
+    t = cca.tag("same")
+    with t:
+        with t:
+            p = c_malloc(d, 4096)
+        q = c_malloc(d, 4096)
+        r = in_thread(lambda: (t.__enter__(), c_malloc(d, 4096), t.__exit__(None, None, None))[1])
+    s = c_malloc(d, 4096)
+    u = in_thread(lambda: c_malloc(d, 4096))
+    assert [tag_of(d, x) for x in (p, q, r, s, u)] == ["same", "same", "same", None, None]
+    for x in (p, q, r, s, u):
+        c_free(d, x)

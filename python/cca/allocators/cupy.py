@@ -11,9 +11,11 @@ report attached (``.cca_report``, and its lines in the message).
 
 For programs that only use the default stream, the hook library also
 exports ``cca_cupy_malloc`` / ``cca_cupy_free`` for CuPy's
-``CFunctionAllocator`` (``c_function_allocator()`` builds one): no Python
-per allocation, and they never throw - a failure is a NULL (CuPy then
-raises its own error) with cca's report in ``cca_last_error_string()``.
+``CFunctionAllocator``: no ctypes per allocation, and they never throw - a
+failure is a NULL with cca's report in ``cca_last_error_string()``. CuPy
+does not check that NULL (it would hand out a null device pointer), so
+``c_function_allocator()`` wraps the CFunctionAllocator in one Python call
+that turns a NULL into CuPy's ``OutOfMemoryError``.
 
 ``Pool`` answers CuPy's memory-pool questions from cca: ``used_bytes``,
 ``total_bytes``, ``free_bytes``, ``free_all_blocks``, ``set_limit``,
@@ -21,6 +23,7 @@ raises its own error) with cca's report in ``cca_last_error_string()``.
 """
 
 import ctypes
+import gc
 import sys
 
 import cca
@@ -48,29 +51,46 @@ class _Block:
             self.ptr = 0
 
 
+def _oom_error(cupy, size, device, detail=None):
+    """CuPy's OutOfMemoryError(size, total, limit) with cca's report: total
+    is what cca has allocated on the device, limit cca's cap (0: none)."""
+    report = cca._thread_oom_report()
+    err = cupy.cuda.memory.OutOfMemoryError(int(size), cca.memory_allocated(device), Pool(device).get_limit())
+    err.cca_report = report
+    extra = str(report) if report is not None else detail
+    if extra:
+        err.args = (str(err.args[0] if err.args else err) + "\n" + extra,) + tuple(err.args[1:])
+    return err
+
+
+def _cca_malloc(a, size, handle):
+    p = ctypes.c_void_p()
+    st = _lib.lib().cca_malloc(a, ctypes.byref(p), int(size), ctypes.c_void_p(handle) if handle else None)
+    return st, p.value
+
+
 def malloc(size):
     """CuPy's allocator function: size -> cupy.cuda.MemoryPointer, from
-    cca, on CuPy's current device and stream."""
+    cca, on CuPy's current device and stream. On an out-of-memory it runs
+    the garbage collector and tries once more (as CuPy's own pool does:
+    arrays held only by reference cycles are freed), then raises CuPy's
+    OutOfMemoryError with cca's report."""
     cupy = _cupy()
     device = cupy.cuda.Device().id
     stream = cupy.cuda.get_current_stream()
     handle = int(getattr(stream, "ptr", 0) or 0)      # 0: the legacy default stream, as CuPy's null stream
     a = cca._allocator(device)
-    p = ctypes.c_void_p()
-    st = _lib.lib().cca_malloc(a, ctypes.byref(p), int(size), ctypes.c_void_p(handle) if handle else None)
+    st, ptr = _cca_malloc(a, size, handle)
+    oom = b"CCA_ERROR_OUT_OF_MEMORY"
+    if st != 0 and _lib.lib().cca_status_string(st) == oom:
+        gc.collect()
+        st, ptr = _cca_malloc(a, size, handle)
     if st != 0:
-        if _lib.lib().cca_status_string(st) == b"CCA_ERROR_OUT_OF_MEMORY":
-            report = cca._thread_oom_report()
-            total = cca.memory_allocated(device)
-            limit = cca.mem_get_info(device)[1]
-            err = cupy.cuda.memory.OutOfMemoryError(int(size), total, limit)
-            err.cca_report = report
-            if report is not None:
-                err.args = (str(err.args[0] if err.args else err) + "\n" + str(report),) + tuple(err.args[1:])
-            raise err
+        if _lib.lib().cca_status_string(st) == oom:
+            raise _oom_error(cupy, size, device)
         cca._check(st, "cca.allocators.cupy.malloc")
-    owner = _Block(p.value, device, a)
-    mem = cupy.cuda.UnownedMemory(p.value or 0, int(size), owner, device)
+    owner = _Block(ptr, device, a)
+    mem = cupy.cuda.UnownedMemory(ptr or 0, int(size), owner, device)
     return cupy.cuda.MemoryPointer(mem, 0)
 
 
@@ -80,16 +100,37 @@ def install():
     return malloc
 
 
+class _CheckedCFunctionAllocator:
+    """CuPy's CFunctionAllocator over cca_cupy_malloc / cca_cupy_free, with
+    the NULL check CuPy does not make: ``malloc(size)`` raises CuPy's
+    OutOfMemoryError with cca's report instead of returning a null pointer.
+    ``allocator`` is the CFunctionAllocator itself."""
+
+    def __init__(self, allocator, cupy):
+        self.allocator = allocator
+        self._cupy = cupy
+
+    def malloc(self, size):
+        mem = self.allocator.malloc(size)
+        if size and not mem.ptr:
+            cupy = self._cupy
+            device = cupy.cuda.Device().id
+            text = _lib.lib().cca_last_error_string().decode(errors="replace")
+            raise _oom_error(cupy, size, device, detail=text)
+        return mem
+
+
 def c_function_allocator():
-    """A cupy.cuda.memory.CFunctionAllocator over the hook library's
-    cca_cupy_malloc / cca_cupy_free (legacy default stream; no Python per
-    allocation); pass it to cupy.cuda.set_allocator(alloc.malloc)."""
+    """cca's C pair for CuPy (legacy default stream; no ctypes per
+    allocation): returns an object whose ``malloc`` goes to
+    cupy.cuda.set_allocator(alloc.malloc); a NULL from cca becomes CuPy's
+    OutOfMemoryError (CuPy itself would hand out a null pointer)."""
     cupy = _cupy()
     _lib.lib()                                        # libcca first: the hooks bind to this one
     hooks = ctypes.CDLL(_lib.hooks_path(torch_variant=False))
     m = ctypes.cast(hooks.cca_cupy_malloc, ctypes.c_void_p).value
     f = ctypes.cast(hooks.cca_cupy_free, ctypes.c_void_p).value
-    return cupy.cuda.memory.CFunctionAllocator(0, m, f, hooks)
+    return _CheckedCFunctionAllocator(cupy.cuda.memory.CFunctionAllocator(0, m, f, hooks), cupy)
 
 
 class Pool:
@@ -121,17 +162,26 @@ class Pool:
         if fraction is not None and size is not None:
             raise ValueError("cca Pool.set_limit: give size or fraction, not both")
         lib = _lib.lib()
+        cap, old_frac, old_limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
+        cca._check(lib.cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(old_frac), ctypes.byref(old_limit)),
+                   "set_limit")
         if fraction is not None:
             if not 0 <= float(fraction) <= 1:
                 raise ValueError("cca Pool.set_limit: fraction must be in [0, 1], got %r" % (fraction,))
-            cca._check(lib.cca_set_memory_limit(a, 0), "set_limit")
-            cca._check(lib.cca_set_memory_fraction(a, float(fraction)), "set_limit")
+            steps = ((lib.cca_set_memory_limit, 0), (lib.cca_set_memory_fraction, float(fraction)))
         else:
             size = int(size or 0)
             if size < 0:
                 raise ValueError("cca Pool.set_limit: size must be >= 0, got %d" % size)
-            cca._check(lib.cca_set_memory_fraction(a, 0.0), "set_limit")
-            cca._check(lib.cca_set_memory_limit(a, size), "set_limit")
+            steps = ((lib.cca_set_memory_fraction, 0.0), (lib.cca_set_memory_limit, size))
+        try:
+            for fn, value in steps:
+                cca._check(fn(a, value), "set_limit")
+        except BaseException:                         # refused (below one 2 MiB segment): the old cap stays
+            lib.cca_set_memory_fraction(a, 0.0)
+            lib.cca_set_memory_limit(a, old_limit.value)
+            lib.cca_set_memory_fraction(a, old_frac.value)
+            raise
 
     def get_limit(self):
         """The cap in bytes; 0 when there is none (as CuPy)."""

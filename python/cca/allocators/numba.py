@@ -44,6 +44,17 @@ def _per_thread_default_stream():
         return False
 
 
+def _device_pointer(ptr):
+    """The pointer as Numba's MemoryPointer wants it: a CUdeviceptr of the
+    NVIDIA bindings when Numba uses them (it calls int() on it), else a
+    ctypes integer (as Numba's own ctypes binding makes)."""
+    drv = _driver()
+    nv = getattr(drv, "USE_NV_BINDING", None)
+    if nv is None:                                    # numba-cuda without the switch: the bindings only
+        nv = hasattr(getattr(drv, "binding", None), "CUdeviceptr")
+    return drv.binding.CUdeviceptr(ptr) if nv else ctypes.c_uint64(ptr)
+
+
 def _finalizer(allocator, ptr):
     lib = _lib.lib()
 
@@ -75,7 +86,7 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
                 raise err
             cca._check(st, "cca.allocators.numba.memalloc")
         ptr = p.value or 0
-        return _cuda.MemoryPointer(self.context, ctypes.c_uint64(ptr), int(size),
+        return _cuda.MemoryPointer(self.context, _device_pointer(ptr), int(size),
                                    finalizer=_finalizer(self._allocator, ptr))
 
     def get_memory_info(self):

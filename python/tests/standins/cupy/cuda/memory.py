@@ -35,7 +35,7 @@ class _CMemory:
 
 class CFunctionAllocator:
     """As CuPy's: param, malloc and free are integer addresses; malloc's
-    result is not checked beyond NULL (CuPy then raises its own error)."""
+    result is not checked (a NULL becomes a MemoryPointer to address 0)."""
 
     def __init__(self, param, malloc_func, free_func, owner):
         self._param = param
@@ -46,7 +46,5 @@ class CFunctionAllocator:
     def malloc(self, size):
         from . import Device
         dev = Device().id
-        ptr = self._malloc(self._param, size, dev)
-        if not ptr and size:
-            raise OutOfMemoryError(size, 0)
+        ptr = (self._malloc(self._param, size, dev) or 0) if size > 0 else 0
         return MemoryPointer(_CMemory(self, ptr, size, dev), 0)
