@@ -28,6 +28,15 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
     CCA_SIM_GET_ERROR_STRING, CCA_SIM_GET_ERROR_NAME,
     /* appended: graph capture (its state only; EndCapture's graph is a token) */
     CCA_SIM_STREAM_BEGIN_CAPTURE, CCA_SIM_STREAM_END_CAPTURE, CCA_SIM_STREAM_IS_CAPTURING,
+    /* appended: the driver's virtual memory calls, served by
+     * cudaGetDriverEntryPointByVersion (a fault comes back as the CUresult
+     * with the same number: cudaErrorMemoryAllocation is
+     * CUDA_ERROR_OUT_OF_MEMORY, cudaErrorInvalidValue CUDA_ERROR_INVALID_VALUE) */
+    CCA_SIM_GET_DRIVER_ENTRY_POINT,      /* cudaGetDriverEntryPointByVersion (and _ptsz) */
+    CCA_SIM_MEM_CREATE, CCA_SIM_MEM_RELEASE, CCA_SIM_MEM_MAP, CCA_SIM_MEM_UNMAP,
+    CCA_SIM_MEM_SET_ACCESS, CCA_SIM_MEM_ADDRESS_RESERVE, CCA_SIM_MEM_ADDRESS_FREE,
+    CCA_SIM_MEM_GET_GRANULARITY,         /* cuMemGetAllocationGranularity: 2 MiB */
+    CCA_SIM_MEM_GET_ACCESS,
     CCA_SIM_API_COUNT
 } cca_sim_api_t;
 
@@ -57,8 +66,20 @@ unsigned long cca_sim_calls(cca_sim_api_t api);
 /* Busy-wait ns per call of api, outside the simulator's lock, to model real costs. */
 void          cca_sim_set_latency_ns(cca_sim_api_t api, unsigned long ns);
 
+/* Virtual memory: the process's limit on reserved address space (64 TiB by
+ * default, as a real process's; 0 restores it; kept across resets, so that
+ * a ThreadSanitizer run can lower it once), what is reserved now, the
+ * physical handles alive on a device (created and not yet both released and
+ * unmapped; they count in cca_sim_used_bytes), and whether [ptr, ptr+len)
+ * may be used by a kernel: inside one live cudaMalloc result, or mapped
+ * read-write throughout. */
+void          cca_sim_set_va_limit(size_t bytes);
+size_t        cca_sim_va_reserved(void);
+unsigned long cca_sim_live_handles(int device);
+int           cca_sim_accessible(const void *ptr, size_t len);
+
 /* Extras beyond the contract, for tests. */
-size_t        cca_sim_used_bytes(int device);        /* bytes of live allocations */
+size_t        cca_sim_used_bytes(int device);        /* bytes of live allocations and physical handles */
 unsigned long cca_sim_live_allocations(int device);  /* live cudaMalloc results */
 const char   *cca_sim_api_name(cca_sim_api_t api);   /* "cudaMalloc", ... */
 /* Device-wide synchronizations since the last reset: cudaDeviceSynchronize,

@@ -21,6 +21,7 @@
  */
 #undef CUDA_API_PER_THREAD_DEFAULT_STREAM
 #include "sim_internal.h"
+#include <cuda.h>
 
 #include <cca_sim.h>
 
@@ -1082,6 +1083,8 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { retur
 /* ------------------------------------------------------------------ */
 /* controls                                                            */
 
+#include "sim_vmm.inc"
+
 SIM_API void cca_sim_reset(void)
 {
     lock();
@@ -1099,6 +1102,7 @@ SIM_API void cca_sim_reset(void)
     g.nheld = 0;
     g.nzombies = 0;
     sim_map_clear(&g.allocs);
+    vmm_reset();
     for (int d = 0; d < MAX_DEVICES; d++) {
         device_t *dv = &g.dev[d];
         sim_ext_clear(&dv->free);   /* address ranges stay reserved */
@@ -1254,6 +1258,16 @@ SIM_API const char *cca_sim_api_name(cca_sim_api_t api)
         [CCA_SIM_STREAM_BEGIN_CAPTURE] = "cudaStreamBeginCapture",
         [CCA_SIM_STREAM_END_CAPTURE] = "cudaStreamEndCapture",
         [CCA_SIM_STREAM_IS_CAPTURING] = "cudaStreamIsCapturing",
+        [CCA_SIM_GET_DRIVER_ENTRY_POINT] = "cudaGetDriverEntryPointByVersion",
+        [CCA_SIM_MEM_CREATE] = "cuMemCreate",
+        [CCA_SIM_MEM_RELEASE] = "cuMemRelease",
+        [CCA_SIM_MEM_MAP] = "cuMemMap",
+        [CCA_SIM_MEM_UNMAP] = "cuMemUnmap",
+        [CCA_SIM_MEM_SET_ACCESS] = "cuMemSetAccess",
+        [CCA_SIM_MEM_ADDRESS_RESERVE] = "cuMemAddressReserve",
+        [CCA_SIM_MEM_ADDRESS_FREE] = "cuMemAddressFree",
+        [CCA_SIM_MEM_GET_GRANULARITY] = "cuMemGetAllocationGranularity",
+        [CCA_SIM_MEM_GET_ACCESS] = "cuMemGetAccess",
     };
     if ((int)api < 0 || api >= CCA_SIM_API_COUNT) return "unknown";
     return names[api];
