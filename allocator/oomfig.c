@@ -222,6 +222,34 @@ static void oomfig_holders(const cca_allocator_t *a, cca_oom_report_t *r)
     free(bytes);
 }
 
+/* Free cached bytes in the segments of streams other than st (which no
+ * request on st can use), and the streams caching the most of them. */
+static void oomfig_stranded(const cca_allocator_t *a, const cca_stream_t *st, cca_oom_report_t *r)
+{
+    for (const cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o == st) continue;
+        size_t bytes = 0;
+        for (const cca_segment_t *s = a->segments; s; s = s->next)
+            if (s->stream == o)
+                for (const cca_block_t *b = s->first; b; b = b->next)
+                    if (b->state == CCA_BLOCK_FREE) bytes += b->size;
+        if (!bytes) continue;
+        r->free_cached_other += bytes;
+        int k = r->n_stranded < CCA_OOM_HOLDERS ? r->n_stranded++ : CCA_OOM_HOLDERS;
+        while (k > 0 && r->stranded_bytes[k - 1] < bytes) {   /* insert, most first */
+            if (k < CCA_OOM_HOLDERS) {
+                r->stranded_bytes[k] = r->stranded_bytes[k - 1];
+                r->stranded_streams[k] = r->stranded_streams[k - 1];
+            }
+            k--;
+        }
+        if (k < CCA_OOM_HOLDERS) {
+            r->stranded_bytes[k] = bytes;
+            r->stranded_streams[k] = o->handle;
+        }
+    }
+}
+
 void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
 {
     const cca_stats_t *s = &a->stats;
@@ -259,5 +287,6 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     for (cca_stream_t *t = a->streams; t; t = t->next)
         if (t->key == key) st = t;
     r->largest_fit = _cca_largest_fit(a, st, avail);
+    oomfig_stranded(a, st, r);
     oomfig_holders(a, r);
 }

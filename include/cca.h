@@ -373,22 +373,29 @@ CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
  * whole new segment it needs. From the report's figures after
  * release-and-retry - S segment_size (2 MiB, 20 MiB, or the request's own
  * size rounded to 2 MiB), T device_total, D device_free, R reserved,
- * F free_cached, A = R - F (live and pending), E external, C cap (0: none) -
- * with cap_need = R + S - C when C and R + S > C (else 0) and
- * dev_need = S - D when S > D (else 0):
+ * F free_cached, O free_cached_other (of F, the bytes in other streams'
+ * segments, which no request on this stream can use), A = R - F (live and
+ * pending), E external, C cap (0: none) - with cap_need = R + S - C when C
+ * and R + S > C (else 0), dev_need = S - D when S > D (else 0) and
+ * need = max(cap_need, dev_need):
  *   - S > T: exhausted; it cannot fit on this device (shortfall S - T).
  *   - otherwise the first single change that suffices, in this order:
  *     cap        - raising the cap by cap_need; the device has room (dev_need = 0);
  *     external   - freeing dev_need held outside cca (cap_need = 0, dev_need <= E);
- *     fragmented - cca holds enough free bytes (max(cap_need, dev_need) <= F)
- *                  but in no block or segment of the needed shape;
- *     exhausted  - freeing max(cap_need, dev_need) of live allocations (<= A).
+ *     stranded   - cca holds enough free bytes (need <= F) but not on this
+ *                  stream (need > F - O): the rest is cached on other streams
+ *                  (need_stranded = need - (F - O); stranded_streams, _bytes);
+ *     fragmented - the request's own stream holds enough free bytes
+ *                  (need <= F - O) but in no block or segment of the needed shape;
+ *     exhausted  - freeing need of live allocations (<= A).
  *   - otherwise several changes: cca's cached free bytes first, then live
  *     allocations, then memory outside cca for the device, then the cap;
- *     the verdict is the first of cap, external, fragmented, exhausted that
- *     this plan needs.
- * need_cap, need_external, need_cached and need_live hold each needed
- * change in bytes; shortfall is the verdict's own (0 for fragmented). A
+ *     the verdict is the first of cap, external, stranded, fragmented,
+ *     exhausted that this plan needs (stranded when it counts on bytes of
+ *     other streams: O > 0).
+ * need_cap, need_external, need_cached, need_stranded and need_live hold
+ * each needed change in bytes; shortfall is the verdict's own (0 for
+ * fragmented; need_stranded for stranded). A
  * device that refused a segment it reported room for (no limit binds) is
  * fragmented with no need: its free memory is in pieces. largest_fit is the
  * largest L such that every request of at most L would succeed now on the
@@ -400,6 +407,7 @@ typedef enum cca_oom_verdict {
     CCA_OOM_FRAGMENTED,                 /* enough bytes free in cca, no block or segment of the shape */
     CCA_OOM_CAP,                        /* raising the cap helps */
     CCA_OOM_EXTERNAL,                   /* freeing memory held outside cca helps */
+    CCA_OOM_STRANDED,                   /* enough bytes free in cca, but cached on other streams */
 } cca_oom_verdict_t;
 
 #define CCA_OOM_HOLDERS 4                   /* top holders by tag in an OOM report */
@@ -435,7 +443,12 @@ typedef enum cca_oom_verdict {
     X(size_t, need_live, , "bytes of live allocations to free") \
     X(int, n_holders, , "how many of holder_tags are set (0 while nothing was ever tagged)") \
     X(uint32_t, holder_tags, [CCA_OOM_HOLDERS], "the tags holding the most allocated bytes, most first (0: untagged)") \
-    X(size_t, holder_bytes, [CCA_OOM_HOLDERS], "their allocated bytes")
+    X(size_t, holder_bytes, [CCA_OOM_HOLDERS], "their allocated bytes") \
+    X(size_t, free_cached_other, , "of free_cached, the bytes cached in other streams' segments") \
+    X(size_t, need_stranded, , "bytes the request would need from other streams' cache (see the verdict's rules)") \
+    X(int, n_stranded, , "how many of stranded_streams are set") \
+    X(cudaStream_t, stranded_streams, [CCA_OOM_HOLDERS], "the other streams caching the most free bytes, most first") \
+    X(size_t, stranded_bytes, [CCA_OOM_HOLDERS], "their free cached bytes")
 typedef struct cca_oom_report { CCA_OOM_REPORT_FIELDS(CCA_MEMBER_) } cca_oom_report_t;
 
 typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);

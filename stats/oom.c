@@ -23,7 +23,8 @@ static void oom_plan(cca_oom_report_t *r)
 {
     size_t S = r->segment_size, T = r->device_total, D = r->device_free, R = r->reserved;
     size_t F = oom_min_z(r->free_cached, R), A = R - F, E = r->external, C = r->cap;
-    r->need_cap = r->need_external = r->need_cached = r->need_live = 0;
+    size_t own = F - oom_min_z(r->free_cached_other, F);   /* the request's own stream's */
+    r->need_cap = r->need_external = r->need_cached = r->need_live = r->need_stranded = 0;
     if (S > T) {                                      /* no change makes it fit */
         r->verdict = CCA_OOM_EXHAUSTED;
         r->shortfall = S - T;
@@ -37,6 +38,10 @@ static void oom_plan(cca_oom_report_t *r)
     } else if (!cap_need && dev_need && dev_need <= E) {   /* freeing memory outside cca alone */
         r->verdict = CCA_OOM_EXTERNAL;
         r->shortfall = r->need_external = dev_need;
+    } else if (need <= F && need > own) {             /* cca's free bytes, were they on this stream */
+        r->verdict = CCA_OOM_STRANDED;
+        r->need_cached = need;
+        r->shortfall = r->need_stranded = need - own;
     } else if (need <= F) {                           /* cca's free bytes, were they in one piece */
         r->verdict = CCA_OOM_FRAGMENTED;
         r->need_cached = need;
@@ -46,13 +51,15 @@ static void oom_plan(cca_oom_report_t *r)
         r->shortfall = r->need_live = need;
     } else {                                          /* several: cca's own bytes first */
         r->need_cached = F;
+        r->need_stranded = F - own;
         r->need_live = oom_min_z(A, need - F);
         size_t freed = r->need_cached + r->need_live;
         r->need_external = dev_need > freed ? oom_min_z(E, dev_need - freed) : 0;
         r->need_cap = cap_need > freed ? cap_need - freed : 0;
         r->verdict = r->need_cap ? CCA_OOM_CAP : r->need_external ? CCA_OOM_EXTERNAL
-                   : r->need_cached ? CCA_OOM_FRAGMENTED : CCA_OOM_EXHAUSTED;
+                   : r->need_stranded ? CCA_OOM_STRANDED : r->need_cached ? CCA_OOM_FRAGMENTED : CCA_OOM_EXHAUSTED;
         r->shortfall = r->verdict == CCA_OOM_CAP ? r->need_cap : r->verdict == CCA_OOM_EXTERNAL ? r->need_external
+                     : r->verdict == CCA_OOM_STRANDED ? r->need_stranded
                      : r->verdict == CCA_OOM_FRAGMENTED ? 0 : r->need_live;
     }
 }
@@ -110,6 +117,13 @@ static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
         oom_put(&t, "%s%s cached free, largest block %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
             _cca_fmt_bytes(r->largest_free, b[1]));
         sep = "; ";
+    }
+    if (r->need_stranded) {
+        oom_put(&t, "%s%s of it on other streams", sep, _cca_fmt_bytes(r->free_cached_other, b[0]));
+        for (int i = 0; i < r->n_stranded && i < 2; i++)        /* the report's fields list up to four */
+            oom_put(&t, "%s%p: %s", i ? ", " : " (", (void *)r->stranded_streams[i], _cca_fmt_bytes(r->stranded_bytes[i], b[0]));
+        if (r->n_stranded) oom_put(&t, "%s)", r->n_stranded > 2 ? ", ..." : "");
+        oom_put(&t, ", unusable here: allocate there or use fewer streams");
     }
     if (r->need_live) {
         oom_put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
@@ -270,6 +284,7 @@ const char *cca_oom_verdict_string(cca_oom_verdict_t v)
     case CCA_OOM_FRAGMENTED: return "fragmented";
     case CCA_OOM_CAP: return "cap";
     case CCA_OOM_EXTERNAL: return "external";
+    case CCA_OOM_STRANDED: return "stranded";
     }
     return "unknown";
 }

@@ -72,6 +72,80 @@ Test(verdicts, the_verdict_table_at_every_boundary)
     cca_oom_judge(NULL);
 }
 
+/* Stranded: cca's free bytes would do, but they are cached on other streams
+ * (O of F), between external and fragmented in precedence. */
+typedef struct srow {
+    const char *what;
+    size_t S, T, D, R, F, O, E, C;
+    cca_oom_verdict_t v;
+    size_t cached, stranded, live, shortfall;
+} srow_t;
+
+#define M MiB
+static const srow_t srows[] = {
+    { "20M: all cached free on other streams", 20*M, 64*M, 4*M, 60*M, 30*M, 30*M, 0, 0, CCA_OOM_STRANDED, 16*M, 16*M, 0, 16*M },
+    { "20M: own stream holds just enough", 20*M, 64*M, 4*M, 60*M, 30*M, 14*M, 0, 0, CCA_OOM_FRAGMENTED, 16*M, 0, 0, 0 },
+    { "20M: own stream one step short", 20*M, 64*M, 4*M, 60*M, 30*M, 14*M+512, 0, 0, CCA_OOM_STRANDED, 16*M, 512, 0, 512 },
+    { "outside preferred to stranded", 20*M, 64*M, 4*M, 30*M, 20*M, 20*M, 30*M, 0, CCA_OOM_EXTERNAL, 0, 0, 0, 16*M },
+    { "cap preferred to stranded", 12*M, 80*M, 50*M, 30*M, 10*M, 10*M, 0, 40*M, CCA_OOM_CAP, 0, 0, 0, 2*M },
+    { "not enough even with other streams", 20*M, 64*M, 4*M, 60*M, 10*M, 10*M, 0, 0, CCA_OOM_EXHAUSTED, 0, 0, 16*M, 16*M },
+    { "several: stranded then live", 20*M, 30*M, 2*M, 28*M, 14*M, 10*M, 0, 0, CCA_OOM_STRANDED, 14*M, 10*M, 4*M, 10*M },
+    { "several: own cached then live", 20*M, 30*M, 2*M, 28*M, 14*M, 0, 0, 0, CCA_OOM_FRAGMENTED, 14*M, 0, 4*M, 0 },
+};
+#undef M
+
+Test(verdicts, stranded_on_other_streams_at_every_boundary)
+{
+    for (size_t i = 0; i < sizeof srows / sizeof srows[0]; i++) {
+        const srow_t *w = &srows[i];
+        cca_oom_report_t r = { .segment_size = w->S, .rounded = w->S, .device_total = w->T, .device_free = w->D,
+                               .reserved = w->R, .free_cached = w->F, .free_cached_other = w->O, .external = w->E,
+                               .cap = w->C, .largest_fit = 4096, .n_stranded = 1,
+                               .stranded_streams = { (cudaStream_t)0x1234 }, .stranded_bytes = { w->O } };
+        cca_oom_judge(&r);
+        cr_assert_eq(r.verdict, w->v, "%s: verdict %s", w->what, cca_oom_verdict_string(r.verdict));
+        cr_assert_eq(r.need_cached, w->cached, "%s: need_cached %zu", w->what, r.need_cached);
+        cr_assert_eq(r.need_stranded, w->stranded, "%s: need_stranded %zu", w->what, r.need_stranded);
+        cr_assert_eq(r.need_live, w->live, "%s: need_live %zu", w->what, r.need_live);
+        cr_assert_eq(r.shortfall, w->shortfall, "%s: shortfall %zu", w->what, r.shortfall);
+        if (r.need_stranded) cr_assert(strstr(r.advice, "on other streams (0x1234:"), "%s: %s", w->what, r.advice);
+        cr_assert(strlen(r.advice) < sizeof r.advice - 1, "%s: advice cut: %s", w->what, r.advice);
+    }
+    cr_assert_str_eq(cca_oom_verdict_string(CCA_OOM_STRANDED), "stranded");
+}
+
+/* Stream B keeps free blocks in segments that also hold its live blocks; a
+ * request on the default stream finds the device short of a new segment. */
+Test(verdicts, memory_cached_on_another_stream_is_stranded)
+{
+    cca_sim_set_capacity(0, 48 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t sb;
+    cudaStreamCreate(&sb);
+    void *x[6];
+    for (int i = 0; i < 6; i++) x[i] = alloc_ok(a, 6 * MiB, sb);   /* two 20 MiB segments of B's */
+    for (int i = 0; i < 6; i += 2) free_ok(a, x[i]);
+    free_ok(a, x[5]);                                 /* B: 2 x 6 MiB live, 28 MiB cached free */
+    void *p = (void *)1;
+    cr_assert_eq(cca_malloc(a, &p, 8 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_STRANDED, "%s: %s", cca_oom_verdict_string(r.verdict), r.advice);
+    cr_assert_eq(r.free_cached, 28 * MiB);
+    cr_assert_eq(r.free_cached_other, 28 * MiB);
+    cr_assert_eq(r.need_stranded, 12 * MiB, "a 20 MiB segment, 8 MiB free on the device");
+    cr_assert_eq(r.n_stranded, 1);
+    cr_assert_eq(r.stranded_streams[0], sb);
+    cr_assert_eq(r.stranded_bytes[0], 28 * MiB);
+    cr_assert(strstr(r.advice, "on other streams"), "%s", r.advice);
+    void *q = alloc_ok(a, 8 * MiB, sb);               /* on B it is served from B's cache */
+    free_ok(a, q);
+    free_ok(a, x[1]);
+    free_ok(a, x[3]);
+    finish(a);
+    cudaStreamDestroy(sb);
+}
+
 /* ---- the cases found, end to end ----------------------------------------- */
 
 static cca_oom_report_t oom_of(cca_allocator_t *a, size_t size)

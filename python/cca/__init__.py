@@ -37,7 +37,7 @@ _STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes"
           "active_bytes", "inactive_split_bytes", "requested_bytes")
 _POOLS = ("all", "small_pool", "large_pool")
 _PARTS = ("current", "peak", "allocated", "freed")
-_VERDICTS = {0: "none", 1: "exhausted", 2: "fragmented", 3: "cap", 4: "external"}
+_VERDICTS = {0: "none", 1: "exhausted", 2: "fragmented", 3: "cap", 4: "external", 5: "stranded"}
 _MAX_DEVICES = 64
 
 
@@ -338,8 +338,10 @@ def fragmentation(device=None):
 
 class OomReport:
     """cca's report of an out-of-memory: ``verdict`` ("exhausted", "fragmented",
-    "cap", "external"), every figure of cca_oom_report_t as an attribute,
-    ``advice``, and ``str()`` gives cca's three lines."""
+    "cap", "external", "stranded"), every figure of cca_oom_report_t as an
+    attribute, ``advice``, ``holders`` ([(tag, bytes)]), ``stranded``
+    ([(stream, free cached bytes)] of the other streams), and ``str()``
+    gives cca's lines."""
 
     def __init__(self, raw):
         self._raw = raw
@@ -350,13 +352,15 @@ class OomReport:
             elif n == "stream":
                 v = v or 0
             elif isinstance(v, ctypes.Array):
-                v = [int(x) for x in v]
+                v = [int(x or 0) for x in v]                  # streams: None for the legacy default stream
             elif n != "verdict":
                 v = int(v)
             setattr(self, n, v)
         self.verdict = _VERDICTS.get(int(raw.verdict), "unknown")
         n = getattr(self, "n_holders", 0)
         self.holders = [(tag_name(t), b) for t, b in zip(self.holder_tags[:n], self.holder_bytes[:n])] if n else []
+        k = getattr(self, "n_stranded", 0)
+        self.stranded = list(zip(self.stranded_streams[:k], self.stranded_bytes[:k])) if k else []
 
     def __str__(self):
         buf = ctypes.create_string_buffer(2048)
