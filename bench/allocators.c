@@ -2,6 +2,7 @@
 #include "allocators.h"
 #include "sim_ctl.h"
 
+#include <cca.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,81 @@ static const struct { const char *name, *conf; } cca_configs[] = {
     {"default", ""},
     {"lean", "preset:lean"},       /* release_before_grow, max_split_size_mb:128, segment_growth_percent:10 */
 };
+
+/* --cca LABEL=CONF: the user's own configurations, after cca's. */
+#define MAX_EXTRA 8
+static struct { char name[33]; char conf[400]; } extra[MAX_EXTRA];
+static size_t n_extra;
+
+int allocators_add_cca(const char *spec, char *err, size_t len)
+{
+    const char *eq = spec ? strchr(spec, '=') : NULL;
+    size_t nl = eq ? (size_t)(eq - spec) : 0;
+    if (!eq || nl == 0 || nl >= sizeof extra[0].name) {
+        snprintf(err, len, "--cca %s: expected LABEL=CONF with a label of 1 to 32 characters", spec ? spec : "");
+        return -1;
+    }
+    for (size_t i = 0; i < nl; i++)
+        if (!(spec[i] == '-' || spec[i] == '_' || spec[i] == '.' || (spec[i] >= '0' && spec[i] <= '9') ||
+              ((spec[i] | 32) >= 'a' && (spec[i] | 32) <= 'z'))) {
+            snprintf(err, len, "--cca %s: a label is letters, digits, '-', '_' and '.'", spec);
+            return -1;
+        }
+    if (strlen(eq + 1) >= sizeof extra[0].conf) {
+        snprintf(err, len, "--cca %.*s: the configuration is longer than %zu bytes", (int)nl, spec, sizeof extra[0].conf - 1);
+        return -1;
+    }
+    char name[33];
+    memcpy(name, spec, nl);
+    name[nl] = 0;
+    for (size_t i = 0; i < sizeof cca_configs / sizeof cca_configs[0]; i++)
+        if (!strcmp(cca_configs[i].name, name)) {
+            snprintf(err, len, "--cca %s: cca:%s is one of cca's own configurations", spec, name);
+            return -1;
+        }
+    for (size_t i = 0; i < n_extra; i++)
+        if (!strcmp(extra[i].name, name)) {
+            snprintf(err, len, "--cca %s: the label %s is given twice", spec, name);
+            return -1;
+        }
+    if (n_extra == MAX_EXTRA) {
+        snprintf(err, len, "--cca %s: at most %d configurations", spec, MAX_EXTRA);
+        return -1;
+    }
+    cca_config_t c;
+    cca_config_init(&c);
+    char why[256];
+    if (cca_config_parse(&c, eq + 1, why, sizeof why) != CCA_OK) {
+        snprintf(err, len, "--cca %s: %s", spec, why);
+        return -1;
+    }
+    snprintf(extra[n_extra].name, sizeof extra[n_extra].name, "%s", name);
+    snprintf(extra[n_extra].conf, sizeof extra[n_extra].conf, "%s", eq + 1);
+    n_extra++;
+    return 0;
+}
+
+/* Appends s to buf in single quotes, safe for the shell. */
+static size_t shell_quote(char *buf, size_t at, size_t len, const char *s)
+{
+    at += (size_t)snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, "'");
+    for (; *s; s++)
+        at += (size_t)snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, *s == '\'' ? "'\\''" : "%c", *s);
+    return at + (size_t)snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, "'");
+}
+
+size_t allocators_cca_args(char *buf, size_t len)
+{
+    size_t at = 0;
+    if (len) buf[0] = 0;
+    for (size_t i = 0; i < n_extra; i++) {
+        char spec[440];
+        snprintf(spec, sizeof spec, "%.32s=%.399s", extra[i].name, extra[i].conf);
+        at += (size_t)snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, " --cca ");
+        at = shell_quote(buf, at, len, spec);
+    }
+    return at;
+}
 
 static void add(bench_alloc_t *all, size_t *n, const char *label, const bench_alloc_ops_t *ops,
                 const char *conf, int is_cca, int modelled)
@@ -32,6 +108,10 @@ static size_t candidates(bench_alloc_t *all, int model)
     for (size_t i = 0; i < sizeof cca_configs / sizeof cca_configs[0]; i++) {
         snprintf(label, sizeof label, "cca:%s", cca_configs[i].name);
         add(all, &n, label, &bench_ops_cca, cca_configs[i].conf, 1, model);
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        snprintf(label, sizeof label, "cca:%.32s", extra[i].name);
+        add(all, &n, label, &bench_ops_cca, extra[i].conf, 1, model);
     }
 #ifdef BENCH_HAVE_CUB
     add(all, &n, "cub-default", &bench_ops_cub, "default", 0, model);

@@ -52,6 +52,9 @@ static void usage(FILE *f)
         "                    folder the build was configured with)\n"
         "  --trace PATH      a trace file or folder to replay too (repeatable)\n"
         "  --alloc LABEL     run only allocators whose label starts with LABEL (repeatable)\n"
+        "  --cca LABEL=CONF  also run cca with configuration CONF (CCA_CONF's syntax, e.g.\n"
+        "                    max_split_size_mb:256,release_before_grow:True), labelled\n"
+        "                    cca:LABEL, in every scenario (repeatable)\n"
         "  --model-all       also run cca and CUB with the modelled runtime latencies\n"
         "  --count-xfree V   no measurement: N frees of variant V of xfree (same-thread,\n"
         "                    cross-thread, cross-thread-1000-exited) by the first --alloc\n"
@@ -108,6 +111,13 @@ static int option(cli_t *c, const char *opt, const char *val)
         c->o.trace_paths[c->o.n_trace_paths++] = val;
     else if (!strcmp(opt, "--alloc") && c->n_filters < BENCH_MAX_ALLOCS)
         c->filters[c->n_filters++] = val;
+    else if (!strcmp(opt, "--cca")) {
+        char err[600];
+        if (allocators_add_cca(val, err, sizeof err) != 0) {
+            fprintf(stderr, "cca-bench: %s\n", err);
+            exit(2);
+        }
+    }
     else if (!strcmp(opt, "--count-xfree"))
         c->count_xfree = val;
     else if (!strcmp(opt, "--count-ops"))

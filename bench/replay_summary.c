@@ -28,6 +28,15 @@ static const char *count_text(char *b, size_t len, size_t v, int valid)
     return b;
 }
 
+/* "OOM" or "ok" on a device of `key`'s size (1.05x or 1.10x peak live). */
+static const char *oom_flag(const bench_row_t *r, const char *key)
+{
+    double v = results_extra_get(r, key);
+    if (r->modelled || isnan(v))
+        return "n/a";
+    return v > 0 ? "OOM" : "ok";
+}
+
 static void trace_row(FILE *f, const bench_row_t *r, const char *trace, const bench_opts_t *o)
 {
     char b[8][24], range[48];
@@ -44,6 +53,7 @@ static void trace_row(FILE *f, const bench_row_t *r, const char *trace, const be
             fmt_num(b[5], 24, r->fig.have_calls ? results_extra_get(r, "cudaFree_per_1k_events") : NAN),
             count_text(b[6], 24, (size_t)results_extra_get(r, "ooms"), !r->modelled),
             r->modelled ? "-" : mincap_text(b[7], 24, r));
+    fprintf(f, " %6s %6s", oom_flag(r, "oom_at_1.05x"), oom_flag(r, "oom_at_1.10x"));
     for (size_t i = 0; i < o->n_allocs; i++) {
         if (!o->allocs[i].is_cca || o->allocs[i].modelled)
             continue;
@@ -58,8 +68,8 @@ static void trace_row(FILE *f, const bench_row_t *r, const char *trace, const be
 
 static void trace_header(FILE *f, const bench_opts_t *o)
 {
-    fprintf(f, "  %-22s %9s %19s %8s %9s %8s %5s %9s", "allocator", "ns/event", "min..max",
-            "res/live", "malloc/1k", "free/1k", "OOMs", "mincap/l");
+    fprintf(f, "  %-22s %9s %19s %8s %9s %8s %5s %9s %6s %6s", "allocator", "ns/event", "min..max",
+            "res/live", "malloc/1k", "free/1k", "OOMs", "mincap/l", "@1.05x", "@1.10x");
     for (size_t i = 0; i < o->n_allocs; i++)
         if (o->allocs[i].is_cca && !o->allocs[i].modelled)
             fprintf(f, " %12.12s/x", o->allocs[i].label);

@@ -8,6 +8,7 @@
  * "instructions", unit "Ir/op"). Not in the default set
  * (callgrind is slow): --scenario instructions. Skips, saying so, where
  * valgrind is absent. */
+#include "allocators.h"
 #include "bench.h"
 #include "results.h"
 
@@ -36,12 +37,17 @@ static double summary_of(const char *path)
  * callgrind; -1 on failure (the reason on stderr). */
 static double count_run(const char *self, const char *dir, const char *label, const char *work, size_t n)
 {
-    char out[512], cmd[2048];
+    char out[512], cmd[8192], extra[4096];
     snprintf(out, sizeof out, "%s/cg.%s.%zu", dir, work, n);
-    /* labels and works are this program's own fixed strings: no quoting games */
+    /* labels and works are fixed strings or checked ones (a --cca label is
+     * letters, digits, '-', '_', '.'); the --cca configurations are quoted */
+    if (allocators_cca_args(extra, sizeof extra) >= sizeof extra) {
+        fprintf(stderr, "cca-bench: instructions: the --cca configurations are too long to pass on\n");
+        return -1;
+    }
     snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file='%s' '%s' --alloc '%s' --count-ops %s --count %zu "
-             ">/dev/null 2>'%s.err'", out, self, label, work, n, out);
+             "valgrind --tool=callgrind --callgrind-out-file='%s' '%s'%s --alloc '%s' --count-ops %s --count %zu "
+             ">/dev/null 2>'%s.err'", out, self, extra, label, work, n, out);
     if (system(cmd) != 0) {
         fprintf(stderr, "cca-bench: instructions: %s %s under callgrind failed (see %s.err)\n", label, work, out);
         return -1;

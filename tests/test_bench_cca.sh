@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# cca-bench --cca LABEL=CONF: a user's own configuration runs beside cca's in
+# a scenario (here the replay of a small trace written below), appears in
+# the table and the JSON report, and the per-trace table flags an OOM on a
+# device of 1.05x and 1.10x peak live; bad labels and configurations are
+# refused with a reason (exit 2).
+# Usage: test_bench_cca.sh PATH/cca-bench
+set -euo pipefail
+bench=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+refused() {   # spec, expected words in the message
+    local err rc=0
+    err=$("$bench" --cca "$1" 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 2 ] || fail "--cca '$1' exited $rc, not 2"
+    [[ "$err" == *"$2"* ]] || fail "--cca '$1': '$err' does not say '$2'"
+}
+refused 'no-equals' 'LABEL=CONF'
+refused '=preset:lean' 'LABEL=CONF'
+refused 'bad label=preset:lean' 'letters, digits'
+refused "it's=preset:lean" 'letters, digits'
+refused 'x=max_split_size_mb:5' 'max_split_size_mb'
+refused 'x=no_such_key:1' 'no_such_key'
+refused 'lean=preset:pytorch' "cca's own"
+rc=0; err=$("$bench" --cca 'a=preset:lean' --cca 'a=preset:pytorch' 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 2 ] && [[ "$err" == *"given twice"* ]] || fail "a label given twice: $rc '$err'"
+
+# 30 MiB blocks, then one of 10 MiB: a small trace with a known peak
+{
+    echo "Thread,Time,Action,Pointer,Size,Stream"
+    t=0
+    for i in 1 2 3 4; do echo "0,00:00:00.00000$t,allocate,0x10${i}0000000,31457280,0"; t=$((t + 1)); done
+    echo "0,00:00:00.00000$t,free,0x1020000000,31457280,0"; t=$((t + 1))
+    echo "0,00:00:00.00000$t,allocate,0x1050000000,10485760,0"; t=$((t + 1))
+    for i in 1 3 4; do echo "0,00:00:00.00000$t,free,0x10${i}0000000,31457280,0"; t=$((t + 1)); done
+    echo "0,00:00:00.00000$t,free,0x1050000000,10485760,0"
+} > "$dir/small.csv"
+
+out=$("$bench" --quick --reps 1 --scenario replay --traces-dir "$dir/none" --trace "$dir/small.csv" \
+      --alloc cca:default --cca 'mine=max_split_size_mb:64,release_before_grow:True' --alloc cca:mine \
+      --cca 'other=preset:lean' --json "$dir/out.json")
+echo "$out" | sed -n '/^replay small.csv/,/^$/p'
+echo "$out" | grep -q '^allocators: cca:default cca:mine$' || fail "cca:other ran, or cca:mine did not: $(echo "$out" | grep '^allocators')"
+head=$(echo "$out" | grep -m1 '^  allocator .*ns/event') || fail "no per-trace table"
+[[ "$head" == *"@1.05x"*"@1.10x"*"cca:mine/x"* ]] || fail "header: $head"
+for a in cca:default cca:mine; do
+    row=$(echo "$out" | awk -v a="$a" '/^replay small.csv/ { on = 1 } on && $1 == a { print; exit }')
+    [ -n "$row" ] || fail "no $a row"
+    read -r _ _ _ _ _ _ _ _ f105 f110 _ <<<"$row"
+    [[ "$f105" =~ ^(OOM|ok)$ && "$f110" =~ ^(OOM|ok)$ ]] || fail "$a: flags '$f105' '$f110'"
+done
+python3 - "$dir/out.json" "$out" <<'PY' || fail "the JSON report differs from the table"
+import json, sys
+rows = {r["allocator"]: r for r in json.load(open(sys.argv[1]))["rows"] if r["scenario"] == "replay"}
+assert set(rows) == {"cca:default", "cca:mine"}, rows.keys()
+for a, r in rows.items():
+    line = next(l for l in sys.argv[2].splitlines() if l.split()[:1] == [a])
+    f105, f110 = line.split()[8:10]
+    for flag, key in ((f105, "oom_at_1.05x"), (f110, "oom_at_1.10x")):
+        assert flag == ("OOM" if r["extra"][key] > 0 else "ok"), (a, key, flag, r["extra"][key])
+PY
+echo "PASS"
