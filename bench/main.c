@@ -25,6 +25,7 @@ static const struct { const char *name; scenario_fn fn; int opt_in; } scenarios[
     {"xfree", scen_xfree, 0},
     {"hooks", scen_hooks, 0},
     {"replay", scen_replay, 0},
+    {"multistream", scen_multistream, 0},
     {"instructions", scen_instructions, 1},
 };
 #define N_SCEN (sizeof scenarios / sizeof scenarios[0])
@@ -43,7 +44,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cca-bench [options]\n"
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
-        "                    threads, streams, xfree, hooks, replay (default: these), and\n"
+        "                    threads, streams, xfree, hooks, replay, multistream (default:\n"
+        "                    these), and\n"
         "                    instructions (per operation, under valgrind's callgrind)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"

@@ -90,6 +90,19 @@ static int do_free(replay_state_t *s, const trace_event_t *e)
     return 0;
 }
 
+/* The block is used on another stream too (cca_record_stream); allocators
+ * without the call ignore it, as they would have to. */
+static int do_record(replay_state_t *s, const trace_event_t *e)
+{
+    if (s->state[e->slot] != SLOT_LIVE || !s->ops->record_stream)
+        return 0;
+    if (s->ops->record_stream(s->ctx, s->ptrs[e->slot], s->streams[e->stream]) != BENCH_OK) {
+        fail(s->r, "record_stream failed");
+        return -1;
+    }
+    return 0;
+}
+
 static void event_loop(replay_state_t *s)
 {
     simctl_calls_t c0, c1;
@@ -100,7 +113,8 @@ static void event_loop(replay_state_t *s)
     for (i = 0; i < n; i++) {
         const trace_event_t *e = &s->t->events[i];
         progress(s, i);
-        if ((e->op == TRACE_ALLOC ? do_alloc(s, e) : do_free(s, e)) != 0)
+        int r = e->op == TRACE_ALLOC ? do_alloc(s, e) : e->op == TRACE_FREE ? do_free(s, e) : do_record(s, e);
+        if (r != 0)
             break;
     }
     s->r->ns = bench_now_ns() - t0;

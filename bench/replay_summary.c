@@ -4,6 +4,7 @@
 #include "results.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024 * 1024)
@@ -37,7 +38,7 @@ static const char *oom_flag(const bench_row_t *r, const char *key)
     return v > 0 ? "OOM" : "ok";
 }
 
-static void trace_row(FILE *f, const bench_row_t *r, const char *trace, const bench_opts_t *o)
+static void trace_row(FILE *f, const bench_row_t *r, const char *scen, const char *trace, const bench_opts_t *o)
 {
     char b[8][24], range[48];
     fprintf(f, "  %-22s", r->alloc);
@@ -57,7 +58,7 @@ static void trace_row(FILE *f, const bench_row_t *r, const char *trace, const be
     for (size_t i = 0; i < o->n_allocs; i++) {
         if (!o->allocs[i].is_cca || o->allocs[i].modelled)
             continue;
-        const bench_row_t *c = results_find("replay", trace, o->allocs[i].label);
+        const bench_row_t *c = results_find(scen, trace, o->allocs[i].label);
         if (c == r)
             fprintf(f, " %14s", "-");
         else
@@ -76,7 +77,7 @@ static void trace_header(FILE *f, const bench_opts_t *o)
     fprintf(f, "\n");
 }
 
-void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o)
+void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o, const char *scen)
 {
     fprintf(f, "\nreplay %s: %zu events, peak live %.3f GiB, %zu stream(s), "
             "%zu 'allocate failure' rows skipped, %zu unpaired frees skipped\n",
@@ -84,9 +85,9 @@ void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o)
             t->n_failures, t->n_unpaired_frees);
     trace_header(f, o);
     for (size_t i = 0; i < o->n_allocs; i++) {
-        const bench_row_t *r = results_find("replay", t->name, o->allocs[i].label);
+        const bench_row_t *r = results_find(scen, t->name, o->allocs[i].label);
         if (r)
-            trace_row(f, r, t->name, o);
+            trace_row(f, r, scen, t->name, o);
     }
 }
 
@@ -130,20 +131,22 @@ static void add_trace(acc_t *a, const bench_row_t *r)
     }
 }
 
-static void accumulate(acc_t *a, const char *label, const char *const *names, size_t n)
+static void accumulate(acc_t *a, const char *scen, const char *label, const char *const *names, size_t n)
 {
     memset(a, 0, sizeof *a);
     a->worst_trace = "-";
     for (size_t k = 0; k < n; k++) {
-        const bench_row_t *r = names[k] ? results_find("replay", names[k], label) : NULL;
+        const bench_row_t *r = names[k] ? results_find(scen, names[k], label) : NULL;
         if (r)
             add_trace(a, r);
     }
 }
 
-static void record(const acc_t *a, const bench_alloc_t *al, int have_calls)
+static void record(const acc_t *a, const char *scen, const bench_alloc_t *al, int have_calls)
 {
-    bench_row_t *r = results_add("replay-summary", "all-traces", al->label, "ns/event");
+    char name[64];
+    snprintf(name, sizeof name, "%s-summary", scen);
+    bench_row_t *r = results_add(name, "all-traces", al->label, "ns/event");
     double nan = NAN;
     r->is_cca = al->is_cca;
     r->modelled = al->modelled;
@@ -186,21 +189,21 @@ static void print_acc(FILE *f, const acc_t *a, const bench_alloc_t *al, int have
             a->failed, a->checks ? "  CHECK FAILURES" : "");
 }
 
-void replay_summary(FILE *f, const char *const *names, size_t n, const bench_opts_t *o)
+void replay_summary(FILE *f, const char *const *names, size_t n, const bench_opts_t *o, const char *scen)
 {
     int have_calls = simctl_is_sim();
-    fprintf(f, "\nreplay summary over %zu traces (res/live: peak reserved / peak live bytes, "
+    fprintf(f, "\n%s summary over %zu traces (res/live: peak reserved / peak live bytes, "
             "geometric mean and worst; calls per 1,000 events over all traces;\n"
             "  OOM@: traces that OOM on a device of 1.05x / 1.10x peak live; >4x: not even at 4x;"
             " mincap: geometric mean of the smallest device / peak live;\n"
-            "  OOM4x: traces with OOMs on the large device; fail: traces that could not run)\n", n);
+            "  OOM4x: traces with OOMs on the large device; fail: traces that could not run)\n", scen, n);
     fprintf(f, "  %-22s %9s %8s %8s %-28s %9s %8s %8s %8s %5s %7s %4s %6s\n", "allocator",
             "ns/event", "gmean", "worst", "(worst trace)", "malloc/1k", "free/1k", "OOM@1.05",
             "OOM@1.10", ">4x", "mincap", "OOM4x", "fail");
     for (size_t i = 0; i < o->n_allocs; i++) {
         acc_t a;
-        accumulate(&a, o->allocs[i].label, names, n);
-        record(&a, &o->allocs[i], have_calls);
+        accumulate(&a, scen, o->allocs[i].label, names, n);
+        record(&a, scen, &o->allocs[i], have_calls);
         print_acc(f, &a, &o->allocs[i], have_calls);
     }
 }

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o);
-void replay_summary(FILE *f, const char *const *names, size_t n, const bench_opts_t *o);
+void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o, const char *scen);
+void replay_summary(FILE *f, const char *const *names, size_t n, const bench_opts_t *o, const char *scen);
 
 #endif

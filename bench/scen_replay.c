@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "capacity.h"
 #include "measure.h"
+#include "multistream.h"
 #include "replay.h"
 #include "replay_summary.h"
 #include "report_table.h"
@@ -86,12 +87,12 @@ static void timing(const trace_t *t, const bench_opts_t *o, bench_row_t **rows)
     free(v);
 }
 
-static void one_trace(const trace_t *t, const bench_opts_t *o, double precision)
+static void one_trace(const trace_t *t, const bench_opts_t *o, double precision, const char *scen)
 {
     bench_row_t *rows[BENCH_MAX_ALLOCS];
     for (size_t i = 0; i < o->n_allocs; i++) {
         const bench_alloc_t *a = &o->allocs[i];
-        rows[i] = results_add("replay", t->name, a->label, "ns/event");
+        rows[i] = results_add(scen, t->name, a->label, "ns/event");
         rows[i]->is_cca = a->is_cca;
         rows[i]->modelled = a->modelled;
         if (!a->modelled)
@@ -103,7 +104,7 @@ static void one_trace(const trace_t *t, const bench_opts_t *o, double precision)
     for (size_t i = 0; i < o->n_allocs; i++)
         if (!o->allocs[i].modelled && !rows[i]->fig.failed)
             bisection(t, &o->allocs[i], precision, rows[i]);
-    replay_table(stdout, t, o);
+    replay_table(stdout, t, o, scen);
 }
 
 void scen_replay(const bench_opts_t *o)
@@ -126,14 +127,41 @@ void scen_replay(const bench_opts_t *o)
             printf("  %s: not loaded: %s\n", files.paths[k], t.error);
             continue;
         }
-        one_trace(&t, o, precision);
+        one_trace(&t, o, precision, "replay");
         names[n_names++] = strdup(t.name);
         trace_free(&t);
     }
     if (n_names)
-        replay_summary(stdout, (const char *const *)names, n_names, o);
+        replay_summary(stdout, (const char *const *)names, n_names, o, "replay");
     for (size_t k = 0; k < n_names; k++)
         free(names[k]);
     free(names);
     trace_files_free(&files);
+}
+
+void scen_multistream(const bench_opts_t *o)
+{
+    unsigned steps = o->quick ? 3 : 12;
+    printf("\n== multistream: synthetic training steps on several streams (compute on the default stream;\n"
+           "   weights prefetched on four streams, or gradient buckets on two communication streams,\n"
+           "   used by the compute stream through record_stream), %u steps each ==\n", steps);
+    size_t n = multistream_count();
+    char **names = calloc(n + 1, sizeof *names);
+    size_t n_names = 0;
+    for (size_t k = 0; names && k < n; k++) {
+        trace_t t;
+        if (multistream_trace(k, steps, &t) != 0) {
+            printf("  workload %zu: not made: %s\n", k, t.error);
+            continue;
+        }
+        fprintf(stderr, "  multistream [%zu/%zu] %s\n", k + 1, n, t.name);
+        one_trace(&t, o, o->quick ? 0.02 : 0.005, "multistream");
+        names[n_names++] = strdup(t.name);
+        trace_free(&t);
+    }
+    if (n_names)
+        replay_summary(stdout, (const char *const *)names, n_names, o, "multistream");
+    for (size_t k = 0; k < n_names; k++)
+        free(names[k]);
+    free(names);
 }

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TRACE_ALLOC = 0, TRACE_FREE = 1 };
+enum { TRACE_ALLOC = 0, TRACE_FREE = 1, TRACE_RECORD = 2 };   /* RECORD: the slot used on `stream` too */
 
 typedef struct trace_event {
     uint64_t size;       /* bytes asked for (TRACE_ALLOC) */
     uint32_t slot;       /* the allocation: 0 .. n_slots-1 */
     uint16_t stream;     /* index into trace_t.stream_ids */
-    uint8_t op;          /* TRACE_ALLOC or TRACE_FREE */
+    uint8_t op;          /* TRACE_ALLOC, TRACE_FREE or TRACE_RECORD (synthetic workloads) */
 } trace_event_t;
 
 typedef struct trace {
