@@ -27,6 +27,18 @@ static inline void _cca_copy_out(void *dst, size_t size, const void *src, size_t
     if (size > n) memset((char *)dst + n, 0, size - n);
 }
 
+/* An OOM report copied out to a caller's struct of `size` bytes. A struct
+ * that ends before the stranded figures (a program built before them) gets
+ * the report re-judged without them, so that it never reads a verdict it
+ * does not know. */
+static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_report_t *r)
+{
+    _cca_copy_out(dst, size, r, sizeof *r);
+    if (size < offsetof(cca_oom_report_t, free_cached_other) + sizeof r->free_cached_other &&
+        (r->verdict == CCA_OOM_STRANDED || r->need_stranded))
+        cca_oom_judge_sized(dst, size);
+}
+
 /* errors.c */
 cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void         _cca_clear_error(void);

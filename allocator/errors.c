@@ -18,7 +18,7 @@ cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
     if (out_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
-    _cca_copy_out(out, out_size, &thread_oom, sizeof thread_oom);
+    _cca_oom_copy_out(out, out_size, &thread_oom);
     return CCA_OK;
 }
 

@@ -223,31 +223,51 @@ static void oomfig_holders(const cca_allocator_t *a, cca_oom_report_t *r)
 }
 
 /* Free cached bytes in the segments of streams other than st (which no
- * request on st can use), and the streams caching the most of them. */
+ * request on st can use), and the live streams caching the most of them
+ * (a retired stream's count too, but it is no stream to name: its blocks
+ * go back as its live ones are freed). One pass over the segments. */
 static void oomfig_stranded(const cca_allocator_t *a, const cca_stream_t *st, cca_oom_report_t *r)
 {
-    for (const cca_stream_t *o = a->streams; o; o = o->next) {
-        if (o == st) continue;
-        size_t bytes = 0;
-        for (const cca_segment_t *s = a->segments; s; s = s->next)
-            if (s->stream == o)
-                for (const cca_block_t *b = s->first; b; b = b->next)
-                    if (b->state == CCA_BLOCK_FREE) bytes += b->size;
+    size_t n = 0;
+    for (const cca_stream_t *o = a->streams; o; o = o->next) n++;
+    size_t *bytes_of = calloc(n ? n : 1, sizeof *bytes_of);
+    const cca_stream_t **recs = calloc(n ? n : 1, sizeof *recs);
+    if (!bytes_of || !recs) {                         /* no host memory: no stranded figures */
+        free(bytes_of);
+        free(recs);
+        return;
+    }
+    size_t i = 0;
+    for (const cca_stream_t *o = a->streams; o; o = o->next) recs[i++] = o;
+    for (const cca_segment_t *s = a->segments; s; s = s->next) {
+        if (s->stream == st) continue;
+        size_t k = 0;
+        while (k < n && recs[k] != s->stream) k++;
+        if (k == n) continue;
+        for (const cca_block_t *b = s->first; b; b = b->next)
+            if (b->state == CCA_BLOCK_FREE) bytes_of[k] += b->size;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t bytes = bytes_of[k];
+        const cca_stream_t *o = recs[k];
         if (!bytes) continue;
         r->free_cached_other += bytes;
-        int k = r->n_stranded < CCA_OOM_HOLDERS ? r->n_stranded++ : CCA_OOM_HOLDERS;
-        while (k > 0 && r->stranded_bytes[k - 1] < bytes) {   /* insert, most first */
-            if (k < CCA_OOM_HOLDERS) {
-                r->stranded_bytes[k] = r->stranded_bytes[k - 1];
-                r->stranded_streams[k] = r->stranded_streams[k - 1];
+        if (o->dead || atomic_load_explicit(&o->dying, memory_order_relaxed)) continue;
+        int j = r->n_stranded < CCA_OOM_HOLDERS ? r->n_stranded++ : CCA_OOM_HOLDERS;
+        while (j > 0 && r->stranded_bytes[j - 1] < bytes) {   /* insert, most first */
+            if (j < CCA_OOM_HOLDERS) {
+                r->stranded_bytes[j] = r->stranded_bytes[j - 1];
+                r->stranded_streams[j] = r->stranded_streams[j - 1];
             }
-            k--;
+            j--;
         }
-        if (k < CCA_OOM_HOLDERS) {
-            r->stranded_bytes[k] = bytes;
-            r->stranded_streams[k] = o->handle;
+        if (j < CCA_OOM_HOLDERS) {
+            r->stranded_bytes[j] = bytes;
+            r->stranded_streams[j] = o->handle;
         }
     }
+    free(bytes_of);
+    free(recs);
 }
 
 void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)

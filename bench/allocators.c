@@ -14,7 +14,7 @@ static const struct { const char *name, *conf; } cca_configs[] = {
 };
 
 /* --cca LABEL=CONF: the user's own configurations, after cca's. */
-#define MAX_EXTRA 8
+#define MAX_EXTRA 6                       /* with every peer and --model-all: at most BENCH_MAX_ALLOCS rows */
 static struct { char name[33]; char conf[400]; } extra[MAX_EXTRA];
 static size_t n_extra;
 
@@ -125,13 +125,19 @@ static size_t candidates(bench_alloc_t *all, int model)
     return n;
 }
 
-static int wanted(const bench_alloc_t *a, const char *const *filters, size_t n)
+/* A filter names a label exactly when some candidate has it (cca:d is the
+ * --cca label d, not every label starting so), else it is a prefix. */
+static int wanted(const bench_alloc_t *a, const char *const *filters, size_t n, const bench_alloc_t *all, size_t n_all)
 {
     if (n == 0)
         return 1;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(a->label, filters[i], strlen(filters[i])) == 0)
+    for (size_t i = 0; i < n; i++) {
+        int exact = 0;
+        for (size_t k = 0; k < n_all && !exact; k++)
+            exact = !strcmp(all[k].label, filters[i]);
+        if (exact ? !strcmp(a->label, filters[i]) : strncmp(a->label, filters[i], strlen(filters[i])) == 0)
             return 1;
+    }
     return 0;
 }
 
@@ -142,12 +148,18 @@ int allocators_select(bench_opts_t *o, int model_all, const char *const *filters
     size_t np = candidates(plain, 0), nm = simctl_is_sim() ? candidates(modelled, 1) : 0;
     o->n_allocs = 0;
     for (size_t i = 0; i < np; i++)
-        if (wanted(&plain[i], filters, n_filters))
+        if (wanted(&plain[i], filters, n_filters, plain, np))
             o->allocs[o->n_allocs++] = plain[i];
-    for (size_t i = 0; i < nm && o->n_allocs < BENCH_MAX_ALLOCS; i++)
+    for (size_t i = 0; i < nm; i++)
         if ((model_all || modelled[i].ops == &bench_ops_raw) &&
-            wanted(&modelled[i], filters, n_filters))
+            wanted(&modelled[i], filters, n_filters, modelled, nm)) {
+            if (o->n_allocs == BENCH_MAX_ALLOCS) {
+                fprintf(stderr, "cca-bench: more than %d allocators; %s and the modelled ones after it left out\n",
+                        BENCH_MAX_ALLOCS, modelled[i].label);
+                break;
+            }
             o->allocs[o->n_allocs++] = modelled[i];
+        }
     if (o->n_allocs == 0) {
         fprintf(stderr, "cca-bench: --alloc matches no allocator\n");
         return -1;

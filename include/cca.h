@@ -478,8 +478,10 @@ CCA_API cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, siz
 CCA_API cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out);
 #define cca_thread_last_oom_report(out) cca_thread_last_oom_report_sized((out), sizeof(cca_oom_report_t))
 
-/* Formats r as three lines of text (figures in B/KiB/MiB/GiB) - four when
- * it names holders by tag (n_holders > 0) - into
+/* Formats r as three lines of text (figures in B/KiB/MiB/GiB) - a line
+ * more when it names holders by tag (n_holders > 0), and one more when the
+ * verdict counts on other streams' cached bytes (need_stranded, naming
+ * stranded_streams with their bytes) - into
  * buf, always NUL-terminated when len > 0. Returns the length of the whole
  * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */
 CCA_API size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len);

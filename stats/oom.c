@@ -119,11 +119,8 @@ static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
         sep = "; ";
     }
     if (r->need_stranded) {
-        oom_put(&t, "%s%s of it on other streams", sep, _cca_fmt_bytes(r->free_cached_other, b[0]));
-        for (int i = 0; i < r->n_stranded && i < 2; i++)        /* the report's fields list up to four */
-            oom_put(&t, "%s%p: %s", i ? ", " : " (", (void *)r->stranded_streams[i], _cca_fmt_bytes(r->stranded_bytes[i], b[0]));
-        if (r->n_stranded) oom_put(&t, "%s)", r->n_stranded > 2 ? ", ..." : "");
-        oom_put(&t, ", unusable here: allocate there or use fewer streams");
+        oom_put(&t, "%s%s of it cached on other streams, unusable on this one: free their blocks or use fewer streams",
+            sep, _cca_fmt_bytes(r->free_cached_other, b[0]));
     }
     if (r->need_live) {
         oom_put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
@@ -198,7 +195,11 @@ void _cca_oom_deliver(cca_allocator_t *a)
     if (cb.notice) _cca_notice_oom(a->cfg.device, r.seq);   /* the report's seq: cca_last_oom_report */
     if (!fn) return;
     cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
-    if (size <= sizeof r) {
+    if (size < sizeof r) {                            /* an older caller's struct */
+        cca_oom_report_t older = { 0 };
+        _cca_oom_copy_out(&older, size, &r);
+        fn(&older, arg);
+    } else if (size == sizeof r) {
         fn(&r, arg);
     } else {
         void *buf = calloc(1, size);                  /* a newer caller's struct: zeros past ours */
@@ -267,7 +268,7 @@ cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
     cca_oom_report_t r;
     _cca_view(a, oom_last_view, &r);
-    _cca_copy_out(out, out_size, &r, sizeof r);
+    _cca_oom_copy_out(out, out_size, &r);
     return CCA_OK;
 }
 

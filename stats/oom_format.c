@@ -1,6 +1,7 @@
 /* oom_format.c - the OOM report as text: a headline with the verdict, the
  * figures, and the advice - three lines, sizes in human units - and, once
- * anything was ever tagged, a fourth: the top holders by tag. */
+ * anything was ever tagged, a line of the top holders by tag; when the
+ * verdict counts on other streams' cached bytes, a line naming them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include "stats_internal.h"
@@ -63,6 +64,13 @@ static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len
             const char *name = cca_tag_name(r->holder_tags[k]);
             oom_format_add(&o, "%s %s %s", k ? "," : "", name ? name : "(untagged)", _cca_fmt_bytes(r->holder_bytes[k], b[0]));
         }
+        oom_format_add(&o, "\n");
+    }
+    if (r->need_stranded && r->n_stranded > 0) {     /* stranded: which streams cache the bytes */
+        oom_format_add(&o, "cached on other streams:");
+        for (int k = 0; k < r->n_stranded && k < CCA_OOM_HOLDERS; k++)
+            oom_format_add(&o, "%s stream %#lx %s", k ? "," : "", (unsigned long)(uintptr_t)r->stranded_streams[k],
+                _cca_fmt_bytes(r->stranded_bytes[k], b[0]));
         oom_format_add(&o, "\n");
     }
     return o.total;

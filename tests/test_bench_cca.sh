@@ -27,6 +27,15 @@ refused 'lean=preset:pytorch' "cca's own"
 rc=0; err=$("$bench" --cca 'a=preset:lean' --cca 'a=preset:pytorch' 2>&1 >/dev/null) || rc=$?
 [ "$rc" = 2 ] && [[ "$err" == *"given twice"* ]] || fail "a label given twice: $rc '$err'"
 
+# --alloc names a --cca label exactly, even one that begins another label:
+# cca:d (a 2 MiB cap) runs out of memory filling the mixed workload, where
+# cca:default (what the prefix cca:de selects) does not
+if "$bench" --cca d=memory_limit_mb:2 --alloc cca:d --count-ops mixed --count 10 >/dev/null 2>&1; then
+    fail "--alloc cca:d ran another allocator than cca:d"
+fi
+"$bench" --cca d=memory_limit_mb:2 --alloc cca:de --count-ops mixed --count 10 >/dev/null 2>&1 \
+    || fail "--alloc cca:de did not run cca:default"
+
 # 30 MiB blocks, then one of 10 MiB: a small trace with a known peak
 {
     echo "Thread,Time,Action,Pointer,Size,Stream"

@@ -16,6 +16,8 @@
 extern cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                                          unsigned long long flags,
                                                          enum cudaDriverEntryPointQueryResult *driverStatus);
+extern cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                                enum cudaDriverEntryPointQueryResult *driverStatus);
 
 static void setup(void) { cca_sim_reset(); }
 
@@ -96,7 +98,15 @@ Test(sim_vmm, entry_points)
     cudaGetLastError();
     cr_assert_eq(cudaGetDriverEntryPointByVersion_ptsz("cuMemMap", &fn, 12000, 0, NULL), cudaSuccess);
     cr_assert_not_null(fn);
-    cr_assert_eq(cca_sim_calls(CCA_SIM_GET_DRIVER_ENTRY_POINT), 5u);
+    cr_assert_eq(cudaGetDriverEntryPointByVersion("cuMemMap", &fn, CUDA_VERSION + 10, 0, NULL), cudaErrorInvalidValue,
+                 "a version past the driver's");
+    cudaGetLastError();
+    void *old = NULL;
+    st = cudaDriverEntryPointSymbolNotFound;
+    cr_assert_eq(cudaGetDriverEntryPoint_ptsz("cuMemCreate", &old, cudaEnableDefault, &st), cudaSuccess);
+    cr_assert_not_null(old, "the older call, the driver's own version");
+    cr_assert_eq(st, cudaDriverEntryPointSuccess);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_GET_DRIVER_ENTRY_POINT), 7u);
     cr_assert_str_eq(cca_sim_api_name(CCA_SIM_MEM_MAP), "cuMemMap");
     cr_assert_str_eq(cca_sim_api_name(CCA_SIM_MEM_GET_GRANULARITY), "cuMemGetAllocationGranularity");
 }
@@ -211,6 +221,16 @@ Test(sim_vmm, mapping_rules)
 Test(sim_vmm, address_space_limit)
 {
     load();
+    CUdeviceptr big = 0;
+    CU_OK(vm.reserve(&big, 1 * GiB, 0, 0, 0));
+    cca_sim_set_va_limit(512 * MiB);                    /* below what is reserved: nothing more */
+    CUdeviceptr more = 0;
+    cr_assert_eq(vm.reserve(&more, 2 * MiB, 0, 0, 0), CUDA_ERROR_OUT_OF_MEMORY, "a lowered limit holds");
+    cca_sim_set_va_limit(SIZE_MAX);                     /* at most the whole user address space */
+    CUdeviceptr huge = 0;
+    cr_assert_eq(vm.reserve(&huge, SIZE_MAX & ~(2 * MiB - 1), 4 * MiB, 0, 0), CUDA_ERROR_OUT_OF_MEMORY, "no overflow");
+    cr_assert_eq(vm.reserve(&huge, (size_t)200 << 40, 0, 0, 0), CUDA_ERROR_OUT_OF_MEMORY, "past 128 TiB");
+    CU_OK(vm.address_free(big, 1 * GiB));
     cca_sim_set_va_limit(8 * GiB);
     CUdeviceptr v[5];
     for (int i = 0; i < 4; i++) CU_OK(vm.reserve(&v[i], 2 * GiB, 0, 0, 0));
@@ -261,6 +281,13 @@ Test(sim_vmm, faults_come_back_as_cuda_results_and_are_counted)
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_RELEASE), 1u);
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_ADDRESS_FREE), 1u);
     cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    cca_sim_reset();                                     /* a handle from before never matches a new one */
+    load();
+    CUmemGenericAllocationHandle after;
+    CU_OK(vm.create(&after, 2 * MiB, &p, 0));
+    cr_assert_neq(after, h);
+    cr_assert_eq(vm.release(h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(vm.release(after));
 }
 
 Test(sim_vmm, latency_applies_to_driver_calls)

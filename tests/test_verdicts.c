@@ -108,8 +108,15 @@ Test(verdicts, stranded_on_other_streams_at_every_boundary)
         cr_assert_eq(r.need_stranded, w->stranded, "%s: need_stranded %zu", w->what, r.need_stranded);
         cr_assert_eq(r.need_live, w->live, "%s: need_live %zu", w->what, r.need_live);
         cr_assert_eq(r.shortfall, w->shortfall, "%s: shortfall %zu", w->what, r.shortfall);
-        if (r.need_stranded) cr_assert(strstr(r.advice, "on other streams (0x1234:"), "%s: %s", w->what, r.advice);
+        if (r.need_stranded) cr_assert(strstr(r.advice, "cached on other streams, unusable on this one"), "%s: %s", w->what, r.advice);
         cr_assert(strlen(r.advice) < sizeof r.advice - 1, "%s: advice cut: %s", w->what, r.advice);
+        cr_assert(strstr(r.advice, "largest request that fits now"), "%s: advice cut: %s", w->what, r.advice);
+        char text[2048];
+        cr_assert_lt(cca_oom_report_format(&r, text, sizeof text), sizeof text);
+        if (r.need_stranded)
+            cr_assert(strstr(text, "\ncached on other streams: stream 0x1234 "), "%s: %s", w->what, text);
+        else
+            cr_assert_null(strstr(text, "cached on other streams:"), "%s: %s", w->what, text);
     }
     cr_assert_str_eq(cca_oom_verdict_string(CCA_OOM_STRANDED), "stranded");
 }
@@ -138,12 +145,55 @@ Test(verdicts, memory_cached_on_another_stream_is_stranded)
     cr_assert_eq(r.stranded_streams[0], sb);
     cr_assert_eq(r.stranded_bytes[0], 28 * MiB);
     cr_assert(strstr(r.advice, "on other streams"), "%s", r.advice);
+    /* a program built before the stranded figures never sees the verdict */
+    size_t older = offsetof(cca_oom_report_t, free_cached_other);
+    cca_oom_report_t o;
+    memset(&o, 0xAB, sizeof o);
+    cr_assert_eq(cca_last_oom_report_sized(a, &o, older), CCA_OK);
+    cr_assert_eq(o.verdict, CCA_OOM_FRAGMENTED, "%s", cca_oom_verdict_string(o.verdict));
+    cr_assert_eq(o.need_cached, 12 * MiB);
+    cr_assert_eq(((unsigned char *)&o)[older], 0xAB, "nothing written past its struct");
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(cca_thread_last_oom_report_sized(&o, older), CCA_OK);
+    cr_assert_eq(o.verdict, CCA_OOM_FRAGMENTED);
     void *q = alloc_ok(a, 8 * MiB, sb);               /* on B it is served from B's cache */
     free_ok(a, q);
     free_ok(a, x[1]);
     free_ok(a, x[3]);
     finish(a);
     cudaStreamDestroy(sb);
+}
+
+/* A retired stream whose segments still hold live blocks: its free bytes
+ * count as other streams', but it is no stream to name (its handle may be
+ * a new stream's already). */
+Test(verdicts, a_retired_stream_is_counted_not_named)
+{
+    cca_sim_set_capacity(0, 48 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t sb, sc;
+    cudaStreamCreate(&sb);
+    void *x[6];
+    for (int i = 0; i < 6; i++) x[i] = alloc_ok(a, 6 * MiB, sb);
+    for (int i = 0; i < 6; i += 2) free_ok(a, x[i]);
+    free_ok(a, x[5]);
+    cr_assert_eq(cca_stream_retire(a, sb), CCA_OK);
+    cudaStreamDestroy(sb);
+    cudaStreamCreate(&sc);                            /* may get sb's handle */
+    void *p = (void *)1;
+    cr_assert_eq(cca_malloc(a, &p, 8 * MiB, sc), CCA_ERROR_OUT_OF_MEMORY);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_STRANDED, "%s", cca_oom_verdict_string(r.verdict));
+    cr_assert_eq(r.free_cached_other, 28 * MiB);
+    cr_assert_eq(r.n_stranded, 0, "the retired stream is not named");
+    char text[2048];
+    cca_oom_report_format(&r, text, sizeof text);
+    cr_assert_null(strstr(text, "cached on other streams:"), "%s", text);
+    free_ok(a, x[1]);
+    free_ok(a, x[3]);
+    finish(a);
+    cudaStreamDestroy(sc);
 }
 
 /* ---- the cases found, end to end ----------------------------------------- */
