@@ -205,4 +205,104 @@ static int run_handoff(int rounds, int producers, int per)
     return failures;
 }
 
+
+/* ---- accounting churn: the stress threads run while a controller turns
+ * the history on, re-bounds, walks and stops it, adds and removes queued
+ * watches, opens and closes scopes, sets tags, and a drainer takes the
+ * notices: the hook bits and the ring change under the threads' feet. */
+
+typedef struct churn { cca_allocator_t *a; _Atomic bool stop; int failures; uint64_t entries; } churn_t;
+
+static int churn_count(const cca_history_entry_t *e, void *arg)
+{
+    (void)e;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+static void *churn_controller(void *p)
+{
+    churn_t *c = p;
+    uint64_t seed = 0x51ED270B27ull, watch = 0, scope = 0;
+    uint32_t tags[3] = { 0 };
+    cca_tag_id("churn-a", &tags[0]);
+    cca_tag_id("churn-b", &tags[1]);
+    for (int i = 0; !atomic_load(&c->stop); i++) {
+        switch (stress_rand(&seed) % 6) {
+        case 0: c->failures += cca_record_history(c->a, 1 + stress_rand(&seed) % 4096) != CCA_OK; break;
+        case 1: c->failures += cca_record_history(c->a, 0) != CCA_OK; break;
+        case 2: {
+            uint64_t n = 0, dropped = 0;
+            c->failures += cca_history_walk(c->a, churn_count, &n, &dropped) != CCA_OK;
+            c->entries += n;
+            break;
+        }
+        case 3:
+            if (watch) { c->failures += cca_unwatch(c->a, watch) != CCA_OK; watch = 0; }
+            else c->failures += cca_watch_threshold_queued(c->a, CCA_WATCH_ALLOCATED, stress_size(&seed) * 8, &watch) != CCA_OK;
+            break;
+        case 4:
+            if (scope) { c->failures += cca_scope_end(c->a, scope, NULL) != CCA_OK; scope = 0; }
+            else c->failures += cca_scope_begin(c->a, &scope) != CCA_OK;
+            break;
+        default: cca_tag_shared(tags[stress_rand(&seed) % 3]); break;
+        }
+    }
+    if (watch) c->failures += cca_unwatch(c->a, watch) != CCA_OK;
+    if (scope) c->failures += cca_scope_end(c->a, scope, NULL) != CCA_OK;
+    c->failures += cca_record_history(c->a, 0) != CCA_OK;
+    cca_tag_shared(0);
+    return NULL;
+}
+
+static void *churn_drainer(void *p)
+{
+    churn_t *c = p;
+    while (!atomic_load(&c->stop))
+        cca_notice_wait(5, NULL, NULL, NULL, NULL, NULL, NULL);
+    return NULL;
+}
+
+static int run_accounting_churn(int threads, int iters)
+{
+    cca_allocator_t *a = NULL;
+    if (cca_create(NULL, &a) != CCA_OK) return 1;
+    cudaStream_t shared;
+    cudaStreamCreate(&shared);
+    churn_t c = { .a = a };
+    pthread_t ctl, drain, tid[16];
+    stress_arg_t args[16];
+    int failures = 0;
+    pthread_create(&ctl, NULL, churn_controller, &c);
+    pthread_create(&drain, NULL, churn_drainer, &c);
+    for (int i = 0; i < threads; i++) {
+        args[i] = (stress_arg_t){ a, NULL, shared, 0xC0FFEEull * (uint64_t)(i + 7), iters, 0 };
+        cudaStreamCreate(&args[i].own);
+        pthread_create(&tid[i], NULL, stress_thread, &args[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        failures += args[i].failures;
+    }
+    atomic_store(&c.stop, true);
+    pthread_join(ctl, NULL);
+    pthread_join(drain, NULL);
+    failures += c.failures;
+    if (cca_check(a) != CCA_OK) {
+        fprintf(stderr, "churn: %s\n", cca_last_error_string());
+        failures++;
+    }
+    cca_stats_t s;
+    cca_get_stats(a, &s);
+    failures += s.allocation[CCA_POOL_ALL].current != 0;
+    cca_empty_cache(a);
+    cca_get_stats(a, &s);
+    failures += s.reserved_bytes[CCA_POOL_ALL].current != 0;
+    cca_destroy(a);
+    for (int i = 0; i < threads; i++) cudaStreamDestroy(args[i].own);
+    cudaStreamDestroy(shared);
+    while (cca_notice_wait(0, NULL, NULL, NULL, NULL, NULL, NULL) != CCA_NOTICE_NONE) {}
+    return failures;
+}
+
 #endif

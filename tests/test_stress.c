@@ -80,3 +80,11 @@ Test(stress, handoff_across_exiting_threads_and_empty_cache, .timeout = 120)
     cr_assert_eq(run_handoff(10, 4, 200), 0);
     cr_assert_eq(cca_sim_live_allocations(0), 0);
 }
+
+/* The stress threads while history, watches, scopes and tags come and go. */
+Test(stress, accounting_churn_under_allocating_threads)
+{
+    cr_assert_eq(run_accounting_churn(3, 8000), 0);
+    cr_assert_eq(cca_sim_live_allocations(0), 0);
+}
+

@@ -11,6 +11,8 @@ int main(void)
     failures += cca_sim_live_allocations(0) != 0;
     failures += run_handoff(20, 4, 200);
     failures += cca_sim_live_allocations(0) != 0;
+    failures += run_accounting_churn(3, 4000);
+    failures += cca_sim_live_allocations(0) != 0;
     printf("%d passed, %d failed\n", failures == 0, failures != 0);
     return failures != 0;
 }
