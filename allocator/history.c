@@ -91,7 +91,7 @@ bool _cca_history_copy(const cca_allocator_t *a, cca_history_entry_t **out, size
     return true;
 }
 
-static void history_free(cca_allocator_t *a)
+void _cca_history_destroy(cca_allocator_t *a)
 {
     cca_history_t *h = a->history;
     if (!h) return;
@@ -99,11 +99,6 @@ static void history_free(cca_allocator_t *a)
     free(h->ring);
     free(h);
     a->history = NULL;
-}
-
-void _cca_history_destroy(cca_allocator_t *a)
-{
-    history_free(a);
 }
 
 cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
@@ -141,7 +136,7 @@ cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
         a->host_bytes += (int64_t)sizeof *h;
         atomic_fetch_or_explicit(&a->hooks, CCA_HOOK_HISTORY, memory_order_relaxed);
     } else {
-        history_free(a);
+        _cca_history_destroy(a);
         atomic_fetch_and_explicit(&a->hooks, ~CCA_HOOK_HISTORY, memory_order_relaxed);
     }
     _cca_unlock_all(a, NULL);

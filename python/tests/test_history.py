@@ -11,25 +11,10 @@ import pytest
 
 import cca
 from cca import _lib
+from cmem import _alloc, c_free, c_malloc
 
 MiB = 1 << 20
 ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
-
-
-def _alloc(device):
-    a = ctypes.c_void_p()
-    assert _lib.lib().cca_default(device, ctypes.byref(a)) == 0
-    return a
-
-
-def c_malloc(device, size, stream=None):
-    p = ctypes.c_void_p()
-    assert _lib.lib().cca_malloc(_alloc(device), ctypes.byref(p), size, stream) == 0
-    return p.value
-
-
-def c_free(device, p):
-    assert _lib.lib().cca_free(_alloc(device), p) == 0
 
 
 @pytest.fixture

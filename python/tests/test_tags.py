@@ -9,24 +9,9 @@ import pytest
 
 import cca
 from cca import _lib
+from cmem import _alloc, c_free, c_malloc
 
 MiB = 1 << 20
-
-
-def _alloc(device):
-    a = ctypes.c_void_p()
-    assert _lib.lib().cca_default(device, ctypes.byref(a)) == 0
-    return a
-
-
-def c_malloc(device, size):
-    p = ctypes.c_void_p()
-    assert _lib.lib().cca_malloc(_alloc(device), ctypes.byref(p), size, None) == 0
-    return p.value
-
-
-def c_free(device, p):
-    assert _lib.lib().cca_free(_alloc(device), p) == 0
 
 
 def tag_of(device, p):
