@@ -93,6 +93,9 @@ static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int 
 }
 
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
+/* Whether free block b counts in inactive_split: inside a split segment,
+ * not an expandable one (PyTorch counts neither). */
+static inline bool _cca_block_counts_split(const cca_block_t *b) { return _cca_block_is_split(b) && !b->seg->expandable; }
 
 /* ---- block.c's small helpers, inline for the hot path ---------------- */
 
@@ -100,19 +103,21 @@ static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev ||
  * `block_size` bytes serve a request of `size`? */
 static inline bool _cca_fit_ok(const cca_allocator_t *a, size_t size, size_t block_size)
 {
-    size_t msz = a->cfg.max_split_size;
+    size_t msz = a->fit_msz;
     if (msz == SIZE_MAX) return true;
     if (size < msz && block_size >= msz) return false;                    /* no oversize block for a small request */
     return !(size >= msz && block_size >= size + CCA_LARGE_BUFFER);       /* nor one far too big */
 }
 
 /* Whether taking `size` bytes of a free block of `block_size` bytes in
- * `pool` splits the rest off (PyTorch's rule). */
+ * `pool` splits the rest off (PyTorch's rule: in the large pool a rest of
+ * more than 1 MiB below max_split_size; with expandable segments any rest
+ * of 512 B, and no max_split_size - a->split_msz, a->large_split_min). */
 static inline bool _cca_split_rule(const cca_allocator_t *a, int pool, size_t block_size, size_t size)
 {
     size_t remaining = block_size - size;
     if (pool == CCA_POOL_SMALL) return remaining >= CCA_MIN_BLOCK;
-    return size < a->cfg.max_split_size && remaining > CCA_SMALL_SIZE;
+    return size < a->split_msz && remaining >= a->large_split_min;
 }
 
 static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t *b, size_t size)
@@ -124,6 +129,10 @@ static inline bool _cca_should_split(const cca_allocator_t *a, const cca_block_t
  * neighbours stop counting, the merged block counts if its segment stays split. */
 static inline void _cca_merge_deltas(const cca_block_t *b, int64_t *dcount, int64_t *dbytes)
 {
+    if (b->seg->expandable) {                         /* not counted (as PyTorch) */
+        *dcount = *dbytes = 0;
+        return;
+    }
     const cca_block_t *p = b->prev, *n = b->next;
     bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
     int64_t size = (int64_t)b->size + (pf ? (int64_t)p->size : 0) + (nf ? (int64_t)n->size : 0);
@@ -141,8 +150,9 @@ static inline void _cca_merge_deltas(const cca_block_t *b, int64_t *dcount, int6
 static inline void _cca_take_delta_of(cca_delta_t *d, const cca_allocator_t *a, int pool, size_t block_size,
                                       bool was_split, size_t size, size_t requested)
 {
-    bool split = _cca_split_rule(a, pool, block_size, size);
-    int64_t bytes = (int64_t)(split ? size : block_size);
+    bool cut = _cca_split_rule(a, pool, block_size, size);
+    int64_t bytes = (int64_t)(cut ? size : block_size);
+    bool split = cut && !a->xv;                       /* expandable segments' free blocks are not counted */
     d->rise = CCA_RISE_ALL;
     d->pos = CCA_RISE_ALL & ~CCA_RISE_SPLIT;
     d->v[CCA_K_oversize_allocations] = _cca_oversize(a, (size_t)bytes);
@@ -157,7 +167,7 @@ static inline void _cca_take_delta_of(cca_delta_t *d, const cca_allocator_t *a, 
 static inline void _cca_take_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b, size_t size,
                                    size_t requested)
 {
-    _cca_take_delta_of(d, a, b->seg->pool, b->size, _cca_block_is_split(b), size, requested);
+    _cca_take_delta_of(d, a, b->seg->pool, b->size, _cca_block_counts_split(b), size, requested);
 }
 
 /* Allocated block b -> pending (freed, awaiting other streams' events). */

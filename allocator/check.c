@@ -36,7 +36,7 @@ static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_
         CHECK(_cca_bins_contains(s->stream->free[s->pool], b), "free block %#lx missing from its free tree", (unsigned long)b->addr);
         CHECK(b->requested == 0, "free block %#lx has requested bytes", (unsigned long)b->addr);
         w->free_blocks++;
-        if (_cca_block_is_split(b)) { check_add(&w->inactive_split, ps, 1); check_add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
+        if (_cca_block_counts_split(b)) { check_add(&w->inactive_split, ps, 1); check_add(&w->inactive_split_bytes, ps, (int64_t)b->size); }
         return CCA_OK;
     }
     check_add(&w->active, ps, 1);
@@ -66,7 +66,7 @@ static cca_status_t check_segment(const cca_allocator_t *a, cca_segment_t *s, wa
           "segment %#lx: the address map does not name it", (unsigned long)s->addr);
     CHECK(atomic_load(&s->owner) == s->stream && s->stream && s->stream->free[s->pool],
           "segment %#lx: its owner is not its live stream", (unsigned long)s->addr);
-    w->oversize_segments += _cca_oversize(a, s->size);
+    if (!s->expandable) w->oversize_segments += _cca_oversize(a, s->size);
     CHECK(!s->next || s->next->prev == s, "segment list broken at %#lx", (unsigned long)s->addr);
     size_t sum = 0;
     for (cca_block_t *b = s->first; b; b = b->next) {
@@ -141,6 +141,13 @@ static cca_status_t check_locked(cca_allocator_t *a)
         }
     }
     CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
+    if (a->xv) {                                      /* reserved = segments + handles held unmapped */
+        int64_t held[CCA_POOL_COUNT] = { 0 };
+        if ((st = _cca_x_check(a, held)) != CCA_OK) return st;
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) check_add(&w.reserved_bytes, p, held[p]);
+    } else {
+        CHECK(a->stats.unmapped_bytes.current == 0, "unmapped bytes without expandable segments");
+    }
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
         const cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {

@@ -85,6 +85,8 @@ static const char *config_check_field(const cca_config_t *c, int k)
         return c->release_before_grow != 0 && c->release_before_grow != 1 ? "release_before_grow must be 0 or 1" : NULL;
     case K_segment_growth_percent:
         return c->segment_growth_percent > 1000 ? "segment_growth_percent must be from 0 to 1000" : NULL;
+    case K_expandable_segments:
+        return c->expandable_segments != 0 && c->expandable_segments != 1 ? "expandable_segments must be 0 or 1" : NULL;
     default:
         return NULL;
     }
@@ -227,6 +229,7 @@ static cca_status_t config_parse_division_list(parser_t *ps, char *list, cca_con
 static bool config_preset_sets(const char *name, int k)
 {
     if (!strcmp(name, "pytorch")) return k != K_preset;
+    if (!strcmp(name, "expandable")) return k == K_expandable_segments;
     return k == K_release_before_grow || k == K_max_split_size_mb || k == K_segment_growth_percent;
 }
 
@@ -277,9 +280,13 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
             return config_bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000", config_shown(v, sh));
         c->segment_growth_percent = (size_t)u;
         break;
+    case K_expandable_segments:
+        if (!config_parse_bool(v, &c->expandable_segments))
+            return config_bad(ps, "expandable_segments: '%s' must be True or False", config_shown(v, sh));
+        break;
     case K_preset:
-        if (strcmp(v, "pytorch") && strcmp(v, "lean"))
-            return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean)", config_shown(v, sh));
+        if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
+            return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean, expandable)", config_shown(v, sh));
         for (int j = 0; j < K_COUNT; j++)
             if (ps->given[j] && config_preset_sets(v, j))
                 return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
@@ -287,6 +294,8 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
             int device = c->device;
             config_defaults(c);
             c->device = device;
+        } else if (!strcmp(v, "expandable")) {
+            c->expandable_segments = 1;
         } else {
             c->release_before_grow = 1;
             c->max_split_size = CCA_LEAN_MAX_SPLIT;

@@ -13,7 +13,7 @@
 #define CCA_V1_STATS  offsetof(cca_stats_t, oversize_allocations)
 #define CCA_V1_CONFIG sizeof(cca_config_t)
 #define CCA_V1_FRAG   sizeof(cca_frag_t)
-#define CCA_V1_SEG    sizeof(cca_segment_info_t)
+#define CCA_V1_SEG    offsetof(cca_segment_info_t, is_expandable)
 #define CCA_V1_BLOCK  offsetof(cca_block_info_t, tag)
 #define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
 #define CCA_V1_SCOPE  offsetof(cca_scope_result_t, left_allocated)
@@ -72,6 +72,18 @@ bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
 void         _cca_segments_destroy(cca_allocator_t *a);    /* frees the recycled segment records */
 void         _cca_release_cached(cca_allocator_t *a);
 cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+
+cca_segment_t *_cca_segment_new(cca_allocator_t *a);                  /* a record, recycled or new; NULL: no host memory */
+void           _cca_segment_recycle(cca_allocator_t *a, cca_segment_t *seg);
+
+/* expand.c: expandable segments (a->xv; all locked). */
+cca_status_t _cca_x_init(cca_allocator_t *a);         /* the driver's calls and granularity (cca_create) */
+void         _cca_x_destroy(cca_allocator_t *a);      /* unmaps and releases everything */
+size_t       _cca_x_gran(const cca_allocator_t *a);
+cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+bool         _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg);   /* unmaps and releases its handles */
+void         _cca_x_release_cached(cca_allocator_t *a);   /* every free handle unmapped, every held one released */
+cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT]);
 
 /* oomfig.c: the figures of an out-of-memory report (all locked). */
 void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);

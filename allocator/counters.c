@@ -105,6 +105,8 @@ void _cca_counters_reset_accumulated(cca_allocator_t *a)
 #undef RESET_CNT_
     for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].allocated = a->oversize_pools[p].freed = 0;
     a->oversize_segments.allocated = a->oversize_segments.freed = 0;
+    a->stats.unmapped_bytes.allocated = a->stats.unmapped_bytes.freed = 0;
+    a->stats.num_handle_create = a->stats.num_handle_release = 0;
 }
 
 void _cca_counters_reset_peaks(cca_allocator_t *a)
@@ -115,6 +117,7 @@ void _cca_counters_reset_peaks(cca_allocator_t *a)
 #undef RESET_PEAK_
     for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].peak = a->oversize_pools[p].current;
     a->oversize_segments.peak = a->oversize_segments.current;
+    a->stats.unmapped_bytes.peak = a->stats.unmapped_bytes.current;
     a->counters_moved = true;                  /* the leases must shrink to the new peaks */
 }
 

@@ -71,6 +71,17 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
         free(a);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     }
+    a->fit_msz = a->split_msz = c.max_split_size;
+    a->large_split_min = CCA_SMALL_SIZE + 1;
+    if (c.expandable_segments) {                      /* PyTorch's rule there: any rest of 512 B splits off */
+        if ((s = _cca_x_init(a)) != CCA_OK) {
+            _cca_segmap_fini(a);
+            free(a);
+            return s;
+        }
+        a->fit_msz = a->split_msz = SIZE_MAX;
+        a->large_split_min = CCA_MIN_BLOCK;
+    }
     a->host_bytes += (int64_t)sizeof *a;
     create_set_cap(a);
     _cca_registry_add(a);
@@ -89,11 +100,12 @@ void cca_destroy(cca_allocator_t *a)
     _cca_events_destroy(a);
     for (cca_segment_t *s = a->segments, *next; s; s = next) {
         next = s->next;
-        if (cudaFree((void *)s->addr) != cudaSuccess) _cca_clear_error();
+        if (!s->expandable && cudaFree((void *)s->addr) != cudaSuccess) _cca_clear_error();
         for (cca_block_t *b = s->first, *bn; b; b = bn) { bn = b->next; free(b->uses); free(b); }
         free(s);
     }
     a->segments = NULL;
+    _cca_x_destroy(a);
     _cca_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
     _cca_history_destroy(a);

@@ -80,6 +80,7 @@ struct cca_segment {
     uintptr_t addr;
     size_t size;
     int pool;                                         /* CCA_POOL_SMALL / CCA_POOL_LARGE */
+    bool expandable;                                  /* a mapped range of an expandable reservation (expand.c) */
     cca_stream_t *stream;
     cca_stream_t *_Atomic owner;                      /* = stream, for lock-free readers; NULL when recycled */
     cca_block_t *first;                               /* lowest block */
@@ -213,6 +214,9 @@ struct cca_allocator {
     uint64_t id;                                      /* unique per allocator, for thread caches */
     cca_config_t cfg;
     bool plain_rounding;                              /* no roundup_power2_divisions set */
+    size_t fit_msz, split_msz;                        /* best fit's and splitting's max_split_size (SIZE_MAX: expandable) */
+    size_t large_split_min;                           /* least rest a large block splits off (expandable: 512 B) */
+    struct cca_xvmm *xv;                              /* expandable segments' state (expand.c); NULL: off */
     size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
     size_t device_total;
     size_t reserved_high;                             /* most bytes ever reserved (policies; never reset) */

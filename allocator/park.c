@@ -109,7 +109,7 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
     if (split && !nf && !same && !_cca_spare_reserve(st)) return NULL;
     if (!same || b->vacated ||
         !_cca_ctr_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
-        bool msplit = b->prev || (nf ? n->next : n);  /* the merged block lies in a split segment */
+        bool msplit = (b->prev || (nf ? n->next : n)) && !b->seg->expandable;  /* the merged block lies in a split segment */
         cca_delta_t d, v;
         _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
         if (b->vacated) {

@@ -108,6 +108,7 @@ static void segmap_set_range(cca_allocator_t *a, uintptr_t addr, size_t size, cc
 }
 
 void _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg) { segmap_set_range(a, seg->addr, seg->size, seg); }
+void _cca_segmap_set(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg) { segmap_set_range(a, addr, size, seg); }
 void _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg) { segmap_set_range(a, seg->addr, seg->size, NULL); }
 
 cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p)

@@ -34,7 +34,7 @@ void _cca_device_leave(dev_guard_t *g)
 
 /* A segment record: recycled ones first (they are never freed before the
  * allocator; see segmap.c). */
-static cca_segment_t *segment_new(cca_allocator_t *a)
+cca_segment_t *_cca_segment_new(cca_allocator_t *a)
 {
     cca_segment_t *seg = a->spare_segs;
     if (seg) {
@@ -47,10 +47,11 @@ static cca_segment_t *segment_new(cca_allocator_t *a)
     seg->stream = NULL;
     seg->first = NULL;
     seg->prev = seg->next = NULL;
+    seg->expandable = false;
     return seg;
 }
 
-static void segment_recycle(cca_allocator_t *a, cca_segment_t *seg)
+void _cca_segment_recycle(cca_allocator_t *a, cca_segment_t *seg)
 {
     atomic_store_explicit(&seg->owner, NULL, memory_order_relaxed);
     seg->stream = NULL;
@@ -74,14 +75,14 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
         return CCA_ERROR_OUT_OF_MEMORY;
     }
     /* its own block struct: the stream's spare stays for the split that follows */
-    cca_segment_t *seg = segment_new(a);
+    cca_segment_t *seg = _cca_segment_new(a);
     cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
     if (b) {
         memset(b, 0, sizeof *b);
         a->host_bytes += (int64_t)sizeof *b;
     }
     if (!seg || !b) {
-        if (seg) segment_recycle(a, seg);
+        if (seg) _cca_segment_recycle(a, seg);
         if (b) { free(b); a->host_bytes -= (int64_t)sizeof *b; }
         ctx->host_failed = true;
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
@@ -94,7 +95,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
     if (e == cudaSuccess && !mapped && cudaFree(p) != cudaSuccess) _cca_clear_error();
     _cca_device_leave(&g);
     if (!mapped) {
-        segment_recycle(a, seg);
+        _cca_segment_recycle(a, seg);
         free(b);
         a->host_bytes -= (int64_t)sizeof *b;
         if (e == cudaSuccess) {                       /* the address map's host memory ran out */
@@ -140,6 +141,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
 /* Returns a segment whose only block is free to the device. */
 bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
 {
+    if (seg->expandable) return _cca_x_release_segment(a, seg);
     cca_block_t *b = seg->first;
     dev_guard_t g;
     cudaError_t e = _cca_device_enter(a, &g);
@@ -161,7 +163,7 @@ bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
     else a->segments = seg->next;
     if (seg->next) seg->next->prev = seg->prev;
     _cca_block_recycle(seg->stream, b);
-    segment_recycle(a, seg);
+    _cca_segment_recycle(a, seg);
     return true;
 }
 
@@ -174,9 +176,15 @@ static inline bool segment_unused(const cca_segment_t *seg)
 void _cca_release_cached(cca_allocator_t *a)
 {
     _cca_sync_pending(a);
+    if (a->xv) {                                      /* every handle inside a free block, as PyTorch */
+        dev_guard_t g;
+        if (_cca_device_enter(a, &g) != cudaSuccess) _cca_clear_error();
+        _cca_x_release_cached(a);
+        _cca_device_leave(&g);
+    }
     for (cca_segment_t *s = a->segments, *next; s; s = next) {
         next = s->next;
-        if (segment_unused(s)) _cca_release_segment(a, s);
+        if (!s->expandable && segment_unused(s)) _cca_release_segment(a, s);
     }
     if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_streams_reap(a);   /* records left holding nothing */
 }
@@ -185,7 +193,7 @@ void _cca_release_cached(cca_allocator_t *a)
  * best fitting one, or the largest ones until `size` bytes are released. */
 static bool segment_release_available(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
-    size_t msz = a->cfg.max_split_size;
+    size_t msz = a->fit_msz;                          /* SIZE_MAX with expandable segments: nothing is oversize there */
     if (msz == SIZE_MAX || pool != CCA_POOL_LARGE) return false;
     size_t key = size < msz ? msz : size;
     cca_block_t *b = _cca_bins_best_fit(st->free[pool], key);
@@ -289,6 +297,10 @@ static size_t segment_grown_size(const cca_allocator_t *a, int pool, size_t size
 
 size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung)
 {
+    if (a->xv) {                                      /* mapped in handles: the request's own pages */
+        size_t g = _cca_x_gran(a);
+        return (rounded + g - 1) / g * g;
+    }
     size_t standard = rounded <= CCA_SMALL_SIZE     ? CCA_SMALL_BUFFER
                     : rounded < CCA_MIN_LARGE_ALLOC ? CCA_LARGE_BUFFER
                                                     : _cca_round_up_2m(rounded);
@@ -307,6 +319,7 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
 {
     _cca_capture_cache_figures(a, ctx);              /* before anything is released */
     if (a->gc_enabled) segment_garbage_collect(a);
+    if (a->xv) return _cca_x_grow(a, st, pool, ctx, out);
     size_t standard = ctx->alloc_size;
     bool policies = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
     size_t grown = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN);   /* sized before anything is released */

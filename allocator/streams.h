@@ -65,6 +65,7 @@ void           _cca_segmap_fini(cca_allocator_t *a);
 bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size);   /* all locked */
 void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
 void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+void           _cca_segmap_set(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg);   /* all locked, reserved; NULL: none */
 cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
 
 /* stream.c: stream identity and per-stream state. */

@@ -52,7 +52,8 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
     X(size_t,   memory_limit, , "0: no cap; else cap in bytes (the smaller cap wins)") \
     /* Policies beyond PyTorch's rules (off by default; see docs/design.md "Policies"): */ \
     X(int,      release_before_grow, , "return unused cached segments before a new one would raise the reserved peak") \
-    X(size_t,   segment_growth_percent, , "0: off; else new large segments are at least this % of reserved large bytes")
+    X(size_t,   segment_growth_percent, , "0: off; else new large segments are at least this % of reserved large bytes") \
+    X(int,      expandable_segments, , "1: segments are virtual ranges mapped as they grow (CUDA's VMM calls; see docs/design.md)")
 
 typedef struct cca_config { CCA_CONFIG_FIELDS(CCA_MEMBER_) } cca_config_t;
 
@@ -68,26 +69,29 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
 /* The stat fields, declared once: X(name, meaning). */
 #define CCA_STAT_FIELDS(X) \
     X(allocation,           "live allocations (count)") \
-    X(segment,              "device segments (count)") \
+    X(segment,              "device segments (count); expandable: contiguous mapped ranges (PyTorch counts none)") \
     X(active,               "allocated or awaiting stream events (count)") \
-    X(inactive_split,       "free blocks inside split segments (count)") \
+    X(inactive_split,       "free blocks inside split segments (count; not expandable ones, as PyTorch)") \
     X(allocated_bytes,      "rounded bytes handed out") \
-    X(reserved_bytes,       "bytes held from the device") \
+    X(reserved_bytes,       "bytes held from the device (expandable: physical handles, mapped or not)") \
     X(active_bytes,         "allocated or awaiting stream events (bytes)") \
-    X(inactive_split_bytes, "free bytes inside split segments") \
+    X(inactive_split_bytes, "free bytes inside split segments (not expandable ones)") \
     X(requested_bytes,      "bytes the callers asked for")
 #define CCA_COUNTER_FIELDS(X) \
     X(num_alloc_retries,    "device allocations retried after releasing the cache") \
     X(num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned") \
-    X(num_device_alloc,     "successful cudaMalloc calls") \
-    X(num_device_free,      "successful cudaFree calls") \
+    X(num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
+    X(num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
     X(num_sync_all_streams, "waits for all pending events")
 /* Appended later (fields are only ever appended): X(type, name, meaning). */
 #define CCA_STATS_TAIL_FIELDS(X) \
     X(cca_stat_t, oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
     X(cca_stat_t, oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
     X(int64_t,    max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
-    X(int64_t,    host_bytes,           "host memory cca holds for its own bookkeeping")
+    X(int64_t,    host_bytes,           "host memory cca holds for its own bookkeeping") \
+    X(int64_t,    num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
+    X(int64_t,    num_handle_release,   "physical handles released (cuMemRelease)") \
+    X(cca_stat_t, unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
 
 typedef struct cca_stats {
 #define CCA_STAT_MEMBER_(name, doc) cca_stat_t name[CCA_POOL_COUNT];
@@ -126,8 +130,10 @@ CCA_API void (cca_config_init)(cca_config_t *cfg);
       "before a new segment would raise the reserved peak, return unused cached segments (largest first)") \
     X(segment_growth_percent, "integer", "0 .. 1000", "0", \
       "new segments are at least this share of the pool's reserved bytes") \
-    X(preset, "name", "pytorch, lean", "pytorch", \
-      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128,segment_growth_percent:10")
+    X(expandable_segments, "True or False", "True, False, 1, 0", "False", \
+      "one growing virtual range per stream and pool, mapped in physical handles; free handles unmapped when memory runs short") \
+    X(preset, "name", "pytorch, lean, expandable", "pytorch", \
+      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128,segment_growth_percent:10; expandable: expandable_segments:True")
 
 typedef struct cca_config_key {
     const char *name, *value, *range, *default_value, *doc;
@@ -320,7 +326,8 @@ typedef enum cca_snapshot_state {
     X(size_t, active_size, , "allocated + pending free blocks") \
     X(size_t, requested_size, , "sum of the callers' sizes") \
     X(cudaStream_t, stream, , "the stream whose blocks it holds") \
-    X(size_t, n_blocks, , "blocks in it")
+    X(size_t, n_blocks, , "blocks in it") \
+    X(int, is_expandable, , "1: a contiguous mapped range of an expandable segment (expandable_segments)")
 typedef struct cca_segment_info { CCA_SEGMENT_INFO_FIELDS(CCA_MEMBER_) } cca_segment_info_t;
 
 #define CCA_BLOCK_INFO_FIELDS(X) \

@@ -19,7 +19,7 @@ static void frag_count_block(cca_frag_t *f, const cca_block_t *b)
         f->free_cached += b->size;
         f->free_blocks++;
         if (b->size > f->largest_free) f->largest_free = b->size;
-        if (_cca_block_is_split(b)) f->inactive_split += b->size;
+        if (_cca_block_counts_split(b)) f->inactive_split += b->size;
         break;
     case CCA_BLOCK_ALLOCATED:
         c->allocated_blocks++;

@@ -2,7 +2,7 @@
  * so that tools written for PyTorch's snapshots read cca's. Addresses and
  * streams are integers, as PyTorch writes them; no stack frames are
  * recorded (frames: []), no segment belongs to a graph pool
- * (segment_pool_id: [0, 0]) and none is expandable yet. */
+ * (segment_pool_id: [0, 0]); is_expandable tells expandable segments. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include "stats_internal.h"
@@ -28,10 +28,10 @@ static void json_segment(cca_emit_t *e, const cca_segment_info_t *s, const cca_b
 {
     _cca_emit(e, "    {\"device\": %d, \"address\": %" PRIuPTR ", \"total_size\": %zu, \"allocated_size\": %zu,"
                  " \"active_size\": %zu, \"requested_size\": %zu, \"stream\": %" PRIuPTR ","
-                 " \"segment_type\": \"%s\", \"segment_pool_id\": [0, 0], \"is_expandable\": false,"
+                 " \"segment_type\": \"%s\", \"segment_pool_id\": [0, 0], \"is_expandable\": %s,"
                  " \"frames\": [], \"blocks\": [\n",
               s->device, s->address, s->total_size, s->allocated_size, s->active_size, s->requested_size,
-              (uintptr_t)s->stream, s->pool == CCA_POOL_SMALL ? "small" : "large");
+              (uintptr_t)s->stream, s->pool == CCA_POOL_SMALL ? "small" : "large", s->is_expandable ? "true" : "false");
     for (size_t j = 0; j < s->n_blocks; j++) json_block(e, &blocks[j], j + 1 == s->n_blocks);
     _cca_emit(e, "    ]}%s\n", last ? "" : ",");
 }

@@ -26,7 +26,7 @@ static void snapshot_copy_segment(const cca_allocator_t *a, const cca_segment_t 
 {
     *si = (cca_segment_info_t){
         .device = a->cfg.device, .pool = (s->pool), .address = s->addr,
-        .total_size = s->size, .stream = s->stream->handle,
+        .total_size = s->size, .stream = s->stream->handle, .is_expandable = s->expandable,
     };
     for (const cca_block_t *b = s->first; b; b = b->next) {
         snapshot_copy_block(si, b, &blocks[si->n_blocks++]);

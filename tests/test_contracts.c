@@ -594,8 +594,8 @@ Test(contracts, struct_layouts_describe_every_public_struct)
     cr_assert_str_eq(s->fields[0].name, "allocation");
     cr_assert_str_eq(s->fields[0].type, "cca_stat_t");
     cr_assert_eq(s->fields[0].count, 3);
-    cr_assert_str_eq(s->fields[s->n_fields - 1].name, "host_bytes");
-    cr_assert_eq(s->fields[s->n_fields - 1].offset, offsetof(cca_stats_t, host_bytes));
+    cr_assert_str_eq(s->fields[s->n_fields - 1].name, "unmapped_bytes");
+    cr_assert_eq(s->fields[s->n_fields - 1].offset, offsetof(cca_stats_t, unmapped_bytes));
     const cca_struct_layout_t *o = cca_struct_layout("cca_oom_report_t");
     const cca_field_layout_t *adv = NULL;
     for (size_t f = 0; f < o->n_fields; f++)

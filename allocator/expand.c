@@ -1,0 +1,877 @@
+/* expand.c - expandable segments (expandable_segments:True), on CUDA's
+ * virtual memory calls, reached through cudaGetDriverEntryPointByVersion
+ * (cca never links libcuda). All locked.
+ *
+ * The model. An allocator reserves address space per device (one range of
+ * twice the device's memory, more when it fills; never per stream), and
+ * maps physical handles (cuMemCreate) into it. A segment is a contiguous
+ * mapped range of one stream and pool: its blocks split and merge as in
+ * any segment, and it grows by mapping handles at its end; two segments of
+ * the same stream and pool that come to touch are joined. Where no
+ * segment of the stream and pool can grow, a new one starts in the middle
+ * of the largest unmapped gap, so that both it and the segment below keep
+ * room to grow.
+ *
+ * Handles: a handle is mapped and unmapped whole. One that lies wholly
+ * inside a free block can be unmapped; it is then held, unmapped, and
+ * mapped again wherever a segment next grows (no cuMemCreate), or released
+ * (cuMemRelease) to give the memory back. reserved_bytes counts every
+ * handle created and not released, mapped or not; unmapped_bytes the ones
+ * held unmapped; reserved = the segments' sizes + unmapped, per pool (a
+ * held handle counts in the pool it was last mapped in).
+ *
+ * When handles are unmapped: not on free (that would make calls on every
+ * cycle), but when memory runs short - before a growth fails for the
+ * device or the cap (after waiting for pending frees), and before one
+ * would raise the reserved peak with release_before_grow - and on
+ * cca_empty_cache, which also releases what is held. Released, too, on
+ * the paths that return whole segments (garbage collection, a retired
+ * stream's segments).
+ *
+ * Handle sizes: a growth needs `want` bytes (the request, less a free
+ * block at the segment's end, rounded up to the granularity). While memory
+ * is plentiful one handle is created ahead of need - an eighth of what the
+ * pool holds, at least `want` - so that a growing workload makes few
+ * calls; but a handle is never more than 1/64 of the memory still free on
+ * the device (or under the cap). When that bound is below `want`, the
+ * growth takes several handles of at most that size (2 MiB at the least):
+ * the less memory is left, the finer the handles, so that what partly used
+ * handles strand stays a small share of it. On an unlimited device that
+ * means few, large handles; near the device's size, 2 MiB ones. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+#define X_VERSION 12000                               /* the driver API version of the calls we ask for */
+#define X_AHEAD_DIV 8                                 /* a handle mapped ahead: 1/8 of the pool's reserved bytes */
+#define X_FREE_DIV 64                                 /* ... and at most 1/64 of the memory still free */
+#define X_RES_FACTOR 2                                /* a reservation: twice the device's memory */
+
+typedef struct xmap {                                 /* a mapped handle */
+    uintptr_t addr;
+    size_t size;
+    CUmemGenericAllocationHandle h;
+    int pool;                                         /* strays only: the pool it counts in */
+    bool stray;                                       /* mapped, but no access and no segment: could not be unmapped */
+} xmap_t;
+typedef struct xheld { CUmemGenericAllocationHandle h; size_t size; int pool; } xheld_t;
+typedef struct xres { uintptr_t base; size_t size; } xres_t;
+
+struct cca_xvmm {
+    PFN_cuMemGetAllocationGranularity_v10020 granularity;
+    PFN_cuMemAddressReserve_v10020 reserve;
+    PFN_cuMemAddressFree_v10020 address_free;
+    PFN_cuMemCreate_v10020 create;
+    PFN_cuMemRelease_v10020 release;
+    PFN_cuMemMap_v10020 map;
+    PFN_cuMemUnmap_v10020 unmap;
+    PFN_cuMemSetAccess_v10020 set_access;
+    PFN_cuMemGetAccess_v10020 get_access;
+    CUmemAllocationProp prop;
+    size_t gran, res_size;
+    xres_t *res;                                      /* reservations */
+    size_t nres, capres;
+    xmap_t *maps;                                     /* mapped handles, by address */
+    size_t nmaps, capmaps;
+    xheld_t *held;                                    /* handles held unmapped */
+    size_t nheld, capheld;
+};
+
+static inline size_t x_up(const struct cca_xvmm *x, size_t n) { return (n + x->gran - 1) / x->gran * x->gran; }
+static inline size_t x_down(const struct cca_xvmm *x, size_t n) { return n / x->gran * x->gran; }
+
+static bool x_grow_array(cca_allocator_t *a, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q) return false;
+    a->host_bytes += (int64_t)((n - *cap) * elem);
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void *x_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, X_VERSION, cudaEnableDefault, &q);
+    if (*s == CCA_OK && (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)) {   /* a missing one: success and NULL */
+        _cca_clear_error();
+        *s = _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments needs the driver's %s on device %d, which it lacks (%s)",
+                       name, a->cfg.device, e != cudaSuccess ? cudaGetErrorName(e) : "not found");
+    }
+    return fn;
+}
+
+cca_status_t _cca_x_init(cca_allocator_t *a)
+{
+    struct cca_xvmm *x = calloc(1, sizeof *x);
+    if (!x) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+    cca_status_t s = CCA_OK;
+    x->granularity = (PFN_cuMemGetAllocationGranularity_v10020)x_entry(a, "cuMemGetAllocationGranularity", &s);
+    x->reserve = (PFN_cuMemAddressReserve_v10020)x_entry(a, "cuMemAddressReserve", &s);
+    x->address_free = (PFN_cuMemAddressFree_v10020)x_entry(a, "cuMemAddressFree", &s);
+    x->create = (PFN_cuMemCreate_v10020)x_entry(a, "cuMemCreate", &s);
+    x->release = (PFN_cuMemRelease_v10020)x_entry(a, "cuMemRelease", &s);
+    x->map = (PFN_cuMemMap_v10020)x_entry(a, "cuMemMap", &s);
+    x->unmap = (PFN_cuMemUnmap_v10020)x_entry(a, "cuMemUnmap", &s);
+    x->set_access = (PFN_cuMemSetAccess_v10020)x_entry(a, "cuMemSetAccess", &s);
+    x->get_access = (PFN_cuMemGetAccess_v10020)x_entry(a, "cuMemGetAccess", &s);
+    if (s != CCA_OK) {
+        free(x);
+        return s;
+    }
+    x->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    x->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    x->prop.location.id = a->cfg.device;
+    size_t g = 0;
+    CUresult r = x->granularity(&g, &x->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (r != CUDA_SUCCESS || !g || (CCA_ROUND_LARGE % g && g % CCA_ROUND_LARGE)) {
+        free(x);
+        return _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments: cuMemGetAllocationGranularity on device %d %s %zu",
+                         a->cfg.device, r != CUDA_SUCCESS ? "failed, error" : "gives a granularity cca cannot use:",
+                         r != CUDA_SUCCESS ? (size_t)r : g);
+    }
+    x->gran = g > CCA_ROUND_LARGE ? g : CCA_ROUND_LARGE;   /* segments stay 2 MiB multiples (the address map's chunks) */
+    size_t total = a->device_total ? a->device_total : x->gran;
+    x->res_size = total > SIZE_MAX / X_RES_FACTOR / 2 ? x_down(x, SIZE_MAX / 2) : x_up(x, total * X_RES_FACTOR);
+    a->xv = x;
+    a->host_bytes += (int64_t)sizeof *x;
+    return CCA_OK;
+}
+
+size_t _cca_x_gran(const cca_allocator_t *a) { return a->xv->gran; }
+
+/* ---- the address space ---------------------------------------------------- */
+
+/* The first mapping at or above addr. */
+static size_t x_map_index(const struct cca_xvmm *x, uintptr_t addr)
+{
+    size_t lo = 0, hi = x->nmaps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->maps[mid].addr < addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static const xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
+{
+    for (size_t i = 0; i < x->nres; i++)
+        if (addr >= x->res[i].base && addr - x->res[i].base < x->res[i].size) return &x->res[i];
+    return NULL;
+}
+
+/* Unmapped address space from addr up: to the next mapping or the end of
+ * its reservation. */
+static size_t x_room_at(const struct cca_xvmm *x, uintptr_t addr)
+{
+    const xres_t *r = x_res_of(x, addr);
+    if (!r) return 0;
+    uintptr_t end = r->base + r->size;
+    size_t i = x_map_index(x, addr);
+    if (i < x->nmaps && x->maps[i].addr < end) end = x->maps[i].addr;
+    return end > addr ? end - addr : 0;
+}
+
+/* Unmapped address space right below addr: down to the mapping below or
+ * the start of addr's reservation. */
+static size_t x_room_below(const struct cca_xvmm *x, uintptr_t addr)
+{
+    const xres_t *r = x_res_of(x, addr);
+    if (!r || addr == r->base) return 0;
+    uintptr_t lo = r->base;
+    size_t i = x_map_index(x, addr);
+    if (i && x->maps[i - 1].addr + x->maps[i - 1].size > lo) lo = x->maps[i - 1].addr + x->maps[i - 1].size;
+    return addr > lo ? addr - lo : 0;
+}
+
+/* A new reservation of at least `need` bytes; halved (not below need) while
+ * the address space refuses. */
+static cca_status_t x_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    if (!x_grow_array(a, (void **)&x->res, &x->capres, x->nres + 1, sizeof *x->res)) {
+        ctx->host_failed = true;
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+    }
+    size_t size = need > x->res_size ? x_up(x, need) : x->res_size;
+    for (;;) {
+        CUdeviceptr p = 0;
+        CUresult r = x->reserve(&p, size, x->gran, 0, 0);
+        if (r == CUDA_SUCCESS) {
+            x->res[x->nres++] = (xres_t){ (uintptr_t)p, size };
+            return CCA_OK;
+        }
+        if (r != CUDA_ERROR_OUT_OF_MEMORY)
+            return _cca_fail(CCA_ERROR_CUDA, "cca: cuMemAddressReserve(%zu) on device %d failed: error %d", size,
+                             a->cfg.device, (int)r);
+        if (size / 2 < need) break;
+        size = x_up(x, size / 2);
+    }
+    ctx->device_refused = true;                       /* the process's address space, not the device's memory */
+    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: no address space left for %zu bytes of expandable segments", need);
+}
+
+/* ---- segments' shapes ------------------------------------------------------ */
+
+static cca_block_t *x_last_block(const cca_segment_t *s)
+{
+    cca_block_t *b = s->first;
+    while (b->next) b = b->next;
+    return b;
+}
+
+static void x_seg_link_after(cca_allocator_t *a, cca_segment_t *pos, cca_segment_t *s)
+{
+    if (!pos) {
+        s->prev = NULL;
+        s->next = a->segments;
+        if (a->segments) a->segments->prev = s;
+        a->segments = s;
+        return;
+    }
+    s->prev = pos;
+    s->next = pos->next;
+    if (pos->next) pos->next->prev = s;
+    pos->next = s;
+}
+
+static void x_seg_unlink(cca_allocator_t *a, cca_segment_t *s)
+{
+    if (s->prev) s->prev->next = s->next;
+    else a->segments = s->next;
+    if (s->next) s->next->prev = s->prev;
+}
+
+/* Joins t (starting where s ends, same stream and pool) into s. */
+static void x_join(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *t)
+{
+    cca_block_t *l = x_last_block(s), *f = t->first;
+    for (cca_block_t *b = f; b; b = b->next) b->seg = s;
+    cca_bins_t *bins = s->stream->free[s->pool];
+    if (l->state == CCA_BLOCK_FREE && f->state == CCA_BLOCK_FREE) {
+        _cca_bins_remove(bins, f);
+        l->next = f->next;
+        if (f->next) f->next->prev = l;
+        _cca_bins_rekey(bins, l, l, l->addr, l->size + f->size);
+        _cca_block_recycle(s->stream, f);
+    } else {
+        l->next = f;
+        f->prev = l;
+    }
+    _cca_segmap_set(a, t->addr, t->size, s);
+    s->size += t->size;
+    x_seg_unlink(a, t);
+    _cca_segment_recycle(a, t);
+    _cca_stat_add(a->stats.segment, s->pool, -1);
+}
+
+/* Moves handle bytes between pools' reserved figures. */
+static void x_move_reserved(cca_allocator_t *a, int from, int to, size_t size)
+{
+    if (from == to) return;
+    _cca_stat_add(a->stats.reserved_bytes, from, -(int64_t)size);
+    _cca_stat_add(a->stats.reserved_bytes, to, (int64_t)size);
+}
+
+static void x_hold(cca_allocator_t *a, CUmemGenericAllocationHandle h, size_t size, int pool)
+{
+    struct cca_xvmm *x = a->xv;                       /* room was made first */
+    x->held[x->nheld++] = (xheld_t){ h, size, pool };
+    _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)size);
+}
+
+static void x_map_insert(struct cca_xvmm *x, xmap_t m)
+{
+    size_t i = x_map_index(x, m.addr);               /* room was made first */
+    memmove(&x->maps[i + 1], &x->maps[i], (x->nmaps - i) * sizeof *x->maps);
+    x->maps[i] = m;
+    x->nmaps++;
+}
+
+static void x_map_remove(struct cca_xvmm *x, size_t i)
+{
+    memmove(&x->maps[i], &x->maps[i + 1], (x->nmaps - i - 1) * sizeof *x->maps);
+    x->nmaps--;
+}
+
+static bool x_unmap_retry(struct cca_xvmm *x, uintptr_t addr, size_t size)
+{
+    for (int tries = 0; tries < 3; tries++)
+        if (x->unmap((CUdeviceptr)addr, size) == CUDA_SUCCESS) return true;
+    return false;
+}
+
+static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const char *call, CUresult r, size_t size)
+{
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        ctx->device_refused = true;
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    return _cca_fail(CCA_ERROR_CUDA, "cca: %s(%zu) on device %d failed: error %d", call, size, a->cfg.device, (int)r);
+}
+
+/* Maps handle h (hs bytes, counted in pool hpool) at `at`: the end of *seg,
+ * or a new segment of (st, pool) when *seg is NULL. On failure the handle
+ * is held unmapped (a caller's handle is never lost). */
+static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
+                          CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_segment_t *s = *seg, *ns = NULL;
+    cca_block_t *tail = s ? x_last_block(s) : NULL, *nb = NULL;
+    bool need_block = !tail || tail->state != CCA_BLOCK_FREE;
+    if (!x_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps) ||
+        (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
+        !_cca_segmap_reserve(a, at, hs)) {
+        if (nb) _cca_block_recycle(st, nb);
+        if (ns) _cca_segment_recycle(a, ns);
+        x_hold(a, h, hs, hpool);
+        ctx->host_failed = true;
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+    }
+    const char *call = "cuMemMap";
+    CUresult r = x->map((CUdeviceptr)at, hs, 0, h, 0);
+    bool stray = false;
+    if (r == CUDA_SUCCESS) {
+        CUmemAccessDesc d = { .location = x->prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+        call = "cuMemSetAccess";
+        r = x->set_access((CUdeviceptr)at, hs, &d, 1);
+        if (r != CUDA_SUCCESS && !x_unmap_retry(x, at, hs)) {   /* mapped without access: kept aside, never used */
+            x_map_insert(x, (xmap_t){ at, hs, h, hpool, true });
+            _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)hs);
+            a->stats.num_device_alloc++;
+            stray = true;
+        }
+    }
+    if (r != CUDA_SUCCESS) {
+        if (nb) _cca_block_recycle(st, nb);
+        if (ns) _cca_segment_recycle(a, ns);
+        if (!stray) x_hold(a, h, hs, hpool);
+        return x_cuda_fail(a, ctx, call, r, hs);
+    }
+    x_map_insert(x, (xmap_t){ at, hs, h, pool, false });
+    a->stats.num_device_alloc++;
+    x_move_reserved(a, hpool, pool, hs);
+    if (nb) {
+        nb->addr = at;
+        nb->size = hs;
+        nb->state = CCA_BLOCK_FREE;
+        nb->gc_base = _cca_gc_now(a);
+    }
+    if (!s) {
+        s = *seg = ns;
+        s->addr = at;
+        s->size = hs;
+        s->pool = pool;
+        s->expandable = true;
+        s->stream = st;
+        atomic_store_explicit(&s->owner, st, memory_order_relaxed);
+        s->first = nb;
+        nb->seg = s;
+        x_seg_link_after(a, NULL, s);
+        _cca_bins_insert(st->free[pool], nb);
+        _cca_stat_add(a->stats.segment, pool, 1);
+    } else if (nb) {
+        nb->seg = s;
+        nb->prev = tail;
+        tail->next = nb;
+        _cca_bins_insert(st->free[pool], nb);
+        s->size += hs;
+    } else {
+        _cca_bins_rekey(st->free[pool], tail, tail, tail->addr, tail->size + hs);
+        s->size += hs;
+    }
+    _cca_segmap_set(a, at, hs, s);
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, at, hs, st->handle, 0, 0);
+    size_t i = x_map_index(x, at);                    /* a new range right above one of ours: one range now */
+    if (s == ns && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
+        cca_segment_t *t = _cca_segmap_find(a, at - 1);
+        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at) {
+            x_join(a, t, s);
+            s = *seg = t;
+        }
+    }
+    i = x_map_index(x, at + hs);                      /* and one of ours right above */
+    if (i < x->nmaps && x->maps[i].addr == at + hs && !x->maps[i].stray) {
+        cca_segment_t *t = _cca_segmap_find(a, at + hs);
+        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) x_join(a, s, t);
+    }
+    return CCA_OK;
+}
+
+/* Unmaps mapping maps[mi], which lies wholly inside free block b of
+ * segment s, and holds its handle. *after gets the segment that holds what
+ * followed the hole, and *next its first block (NULL: nothing followed).
+ * False (nothing changed) when host memory or the driver refused. */
+static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
+                  cca_block_t **next)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_stream_t *st = s->stream;
+    uintptr_t h0 = x->maps[mi].addr, h1 = h0 + x->maps[mi].size, bend = b->addr + b->size, send = s->addr + s->size;
+    size_t hs = x->maps[mi].size;
+    bool left = h0 > b->addr, right = h1 < bend;
+    bool before = left || b->prev, follows = right || b->next;
+    cca_block_t *rb = NULL;
+    cca_segment_t *ns = NULL;
+    if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
+        (left && right && !(rb = _cca_block_new(st))) || (before && follows && !(ns = _cca_segment_new(a)))) {
+        if (rb) _cca_block_recycle(st, rb);
+        if (ns) _cca_segment_recycle(a, ns);
+        return false;
+    }
+    if (x->unmap((CUdeviceptr)h0, hs) != CUDA_SUCCESS) {
+        if (rb) _cca_block_recycle(st, rb);
+        if (ns) _cca_segment_recycle(a, ns);
+        return false;
+    }
+    CUmemGenericAllocationHandle h = x->maps[mi].h;
+    x_map_remove(x, mi);
+    a->stats.num_device_free++;
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
+    cca_bins_t *bins = st->free[s->pool];
+    cca_block_t *oldnext = b->next, *oldprev = b->prev;
+    _cca_bins_remove(bins, b);
+    _cca_segmap_set(a, h0, hs, NULL);
+    cca_block_t *lb = left ? b : NULL;
+    if (right && !left) rb = b;
+    if (lb) {
+        lb->size = h0 - lb->addr;
+        lb->next = NULL;
+        _cca_bins_insert(bins, lb);
+    } else if (oldprev) {
+        oldprev->next = NULL;
+    }
+    if (rb) {
+        rb->addr = h1;
+        rb->size = bend - h1;
+        rb->state = CCA_BLOCK_FREE;
+        rb->gc_base = b->gc_base;
+        rb->prev = NULL;
+        rb->next = oldnext;
+        if (oldnext) oldnext->prev = rb;
+        _cca_bins_insert(bins, rb);
+    } else if (oldnext) {
+        oldnext->prev = NULL;
+    }
+    if (!lb && !rb) _cca_block_recycle(st, b);
+    cca_block_t *first_after = rb ? rb : oldnext;
+    *next = first_after;
+    *after = NULL;
+    if (before && follows) {                          /* split: the part above becomes a segment of its own */
+        ns->addr = h1;
+        ns->size = send - h1;
+        ns->pool = s->pool;
+        ns->expandable = true;
+        ns->stream = st;
+        ns->first = first_after;
+        for (cca_block_t *c = first_after; c; c = c->next) c->seg = ns;
+        atomic_store_explicit(&ns->owner, st, memory_order_relaxed);
+        _cca_segmap_set(a, ns->addr, ns->size, ns);
+        s->size = h0 - s->addr;
+        x_seg_link_after(a, s, ns);
+        _cca_stat_add(a->stats.segment, s->pool, 1);
+        *after = ns;
+    } else if (before) {                              /* the segment ends below the hole */
+        s->size = h0 - s->addr;
+    } else if (follows) {                             /* it starts above the hole */
+        s->addr = h1;
+        s->size = send - h1;
+        s->first = first_after;
+        *after = s;
+    } else {                                          /* nothing left of it */
+        x_seg_unlink(a, s);
+        _cca_segment_recycle(a, s);
+        _cca_stat_add(a->stats.segment, s->pool, -1);
+    }
+    x_hold(a, h, hs, s->pool);
+    return true;
+}
+
+/* Unmaps every handle that lies wholly inside a free block of an
+ * expandable segment (of `only`'s segment alone when only is not NULL),
+ * holding the handles. */
+static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only)
+{
+    struct cca_xvmm *x = a->xv;
+    for (cca_segment_t *s = only ? only : a->segments, *next; s; s = next) {
+        next = only ? NULL : s->next;
+        if (!s->expandable) continue;
+        cca_block_t *b = s->first;
+        while (b) {
+            size_t mi = b->state == CCA_BLOCK_FREE ? x_map_index(x, b->addr) : x->nmaps;
+            if (mi < x->nmaps && x->maps[mi].addr + x->maps[mi].size <= b->addr + b->size) {
+                cca_segment_t *after;
+                cca_block_t *nb;
+                if (x_cut(a, s, b, mi, &after, &nb)) {
+                    if (!after) break;
+                    s = after;                        /* a split part is linked right after s: walked here */
+                    b = nb;
+                    continue;
+                }
+            }
+            b = b->next;
+        }
+    }
+}
+
+/* Releases held handles from index `from` on (cuMemRelease); those the
+ * driver keeps stay held. */
+static void x_release_held(cca_allocator_t *a, size_t from)
+{
+    struct cca_xvmm *x = a->xv;
+    size_t keep = from;
+    for (size_t i = from; i < x->nheld; i++) {
+        xheld_t hd = x->held[i];
+        if (x->release(hd.h) != CUDA_SUCCESS) {
+            x->held[keep++] = hd;
+            continue;
+        }
+        a->stats.num_handle_release++;
+        _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)hd.size);
+        _cca_stat_add(a->stats.reserved_bytes, hd.pool, -(int64_t)hd.size);
+    }
+    x->nheld = keep;
+}
+
+/* Strays (mapped, no access): tried again whenever memory is given back. */
+static void x_retry_strays(cca_allocator_t *a)
+{
+    struct cca_xvmm *x = a->xv;
+    for (size_t i = 0; i < x->nmaps;) {
+        xmap_t m = x->maps[i];
+        if (!m.stray || !x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
+            x->unmap((CUdeviceptr)m.addr, m.size) != CUDA_SUCCESS) {
+            i++;
+            continue;
+        }
+        x_map_remove(x, i);
+        a->stats.num_device_free++;
+        _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)m.size);   /* x_hold counts it again */
+        x_hold(a, m.h, m.size, m.pool);
+    }
+}
+
+/* ---- what the rest of the allocator calls ---------------------------------- */
+
+bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
+{
+    size_t from = a->xv->nheld;
+    uintptr_t lo = seg->addr, hi = seg->addr + seg->size;
+    x_unmap_free(a, seg);
+    x_release_held(a, from);
+    for (cca_segment_t *s = a->segments; s; s = s->next)   /* anything left of it: a handle the driver kept */
+        if (s->expandable && s->addr >= lo && s->addr < hi) return false;
+    return true;
+}
+
+void _cca_x_release_cached(cca_allocator_t *a)
+{
+    x_retry_strays(a);
+    x_unmap_free(a, NULL);
+    x_release_held(a, 0);
+}
+
+/* ---- growing ------------------------------------------------------------------ */
+
+typedef struct xspot {
+    cca_segment_t *seg;                               /* to extend; NULL: a new segment at addr */
+    uintptr_t addr;                                   /* where the mapping starts */
+    size_t room;                                      /* unmapped address space from addr */
+    size_t need;                                      /* bytes to map there (granularity multiple) */
+} xspot_t;
+
+/* Where (st, pool) grows for a request of `rounded` bytes: where one of
+ * its own segments needs the fewest new bytes - at its end (a free block
+ * there counts, and so does one at the start of a segment of ours right
+ * above, when filling the gap between joins them), or right below its
+ * start (its free first block counts; the new range joins it); joins win
+ * ties. Else a new segment in the middle of the largest unmapped gap (at
+ * its start when nothing lies below it); else a new reservation. */
+static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
+                           cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    size_t best = SIZE_MAX;
+    for (cca_segment_t *s = a->segments; s; s = s->next) {
+        if (!s->expandable || s->stream != st || s->pool != pool) continue;
+        uintptr_t end = s->addr + s->size;
+        cca_block_t *l = x_last_block(s);
+        size_t tail = l->state == CCA_BLOCK_FREE ? l->size : 0;
+        size_t need = x_up(x, tail < rounded ? rounded - tail : 1), room = x_room_at(x, end);
+        if (need <= room && need < best) {
+            best = need;
+            *sp = (xspot_t){ s, end, room, need };
+        }
+        if (room && room <= need && room <= best) {   /* fill the gap up to a segment of ours, joining it (preferred) */
+            cca_segment_t *t = _cca_segmap_find(a, end + room);
+            size_t i = x_map_index(x, end + room);
+            if (i < x->nmaps && x->maps[i].addr == end + room && !x->maps[i].stray && t && t->expandable &&
+                t->stream == st && t->pool == pool && t->addr == end + room &&
+                tail + room + (t->first->state == CCA_BLOCK_FREE ? t->first->size : 0) >= rounded) {
+                best = room;
+                *sp = (xspot_t){ s, end, room, room };
+            }
+        }
+    }
+    for (cca_segment_t *s = a->segments; s; s = s->next) {   /* a new range right below one of ours, joining it */
+        if (!s->expandable || s->stream != st || s->pool != pool) continue;
+        size_t head = s->first->state == CCA_BLOCK_FREE ? s->first->size : 0;
+        size_t need = x_up(x, head < rounded ? rounded - head : 1), room = x_room_below(x, s->addr);
+        if (need <= room && need <= best) {
+            best = need;
+            *sp = (xspot_t){ NULL, s->addr - need, need, need };
+        }
+    }
+    if (best != SIZE_MAX) return CCA_OK;
+    size_t need = x_up(x, rounded);
+    uintptr_t gs = 0;
+    size_t glen = 0;
+    bool below = false;
+    for (size_t r = 0; r < x->nres; r++) {
+        uintptr_t at = x->res[r].base, end = x->res[r].base + x->res[r].size;
+        for (size_t i = x_map_index(x, at); i <= x->nmaps; i++) {
+            uintptr_t to = i < x->nmaps && x->maps[i].addr < end ? x->maps[i].addr : end;
+            if (to - at > glen) {
+                gs = at;
+                glen = to - at;
+                below = at != x->res[r].base;
+            }
+            if (to == end) break;
+            at = x->maps[i].addr + x->maps[i].size;
+        }
+    }
+    if (glen < need) {
+        cca_status_t s = x_reserve(a, need, ctx);
+        if (s != CCA_OK) return s;
+        gs = x->res[x->nres - 1].base;
+        glen = x->res[x->nres - 1].size;
+        below = false;
+    }
+    uintptr_t at = gs;
+    if (below) {
+        size_t off = x_down(x, glen / 2);
+        at = gs + (off + need <= glen ? off : glen - need);
+    }
+    *sp = (xspot_t){ NULL, at, gs + glen - at, need };
+    return CCA_OK;
+}
+
+/* The held handle to map for `want` more bytes with `room` to spare: the
+ * smallest that covers want, else the largest below it; -1: none fits. */
+static long x_pick_held(const struct cca_xvmm *x, size_t want, size_t room)
+{
+    long cover = -1, part = -1;
+    for (size_t i = 0; i < x->nheld; i++) {
+        size_t hs = x->held[i].size;
+        if (hs > room) continue;
+        if (hs >= want) {
+            if (cover < 0 || hs < x->held[cover].size) cover = (long)i;
+        } else if (part < 0 || hs > x->held[part].size) {
+            part = (long)i;
+        }
+    }
+    return cover >= 0 ? cover : part;
+}
+
+/* The size of the next handle to create for `want` more bytes (see the
+ * top of the file); 0: the cap or the device's free memory leaves no room
+ * for want (a growth does not start what it cannot finish). */
+static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t room, cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
+    if (want > cap_room) {
+        ctx->cap_refused = true;
+        return 0;
+    }
+    size_t dev_free = 0, dev_total = 0;
+    if (cudaMemGetInfo(&dev_free, &dev_total) != cudaSuccess) {
+        _cca_clear_error();
+        return want;
+    }
+    if (want > dev_free) {                            /* the device would refuse: no partial growth */
+        ctx->device_refused = true;
+        return 0;
+    }
+    size_t avail = dev_free < cap_room ? dev_free : cap_room;
+    size_t bound = x_down(x, avail / X_FREE_DIV);
+    size_t ahead = x_down(x, (size_t)a->stats.reserved_bytes[pool].current / X_AHEAD_DIV);
+    size_t one = ahead > want ? ahead : want;
+    if (one > room) one = x_down(x, room);
+    if (one > cap_room) one = x_down(x, cap_room);
+    if (one <= bound) return one;
+    size_t piece = bound > x->gran ? bound : x->gran;
+    return piece < want ? piece : want;
+}
+
+/* Maps sp->need bytes at the spot: held handles first, then new ones. */
+static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot_t *sp, cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_segment_t *seg = sp->seg;
+    size_t mapped = 0;
+    while (mapped < sp->need) {
+        size_t want = sp->need - mapped, room = sp->room - mapped;
+        if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held)) {
+            ctx->host_failed = true;
+            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+        }
+        long i = x_pick_held(x, want, room);
+        CUmemGenericAllocationHandle h;
+        size_t hs;
+        int hpool = pool;
+        if (i >= 0) {
+            xheld_t hd = x->held[i];
+            x->held[i] = x->held[--x->nheld];
+            _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)hd.size);
+            h = hd.h, hs = hd.size, hpool = hd.pool;
+        } else {
+            if (!(hs = x_handle_size(a, pool, want, room, ctx))) return CCA_ERROR_OUT_OF_MEMORY;
+            CUresult r = x->create(&h, hs, &x->prop, 0);
+            if (r == CUDA_ERROR_OUT_OF_MEMORY && hs > want) r = x->create(&h, hs = want, &x->prop, 0);
+            if (r != CUDA_SUCCESS) return x_cuda_fail(a, ctx, "cuMemCreate", r, hs);
+            a->stats.num_handle_create++;
+            _cca_stat_add(a->stats.reserved_bytes, pool, (int64_t)hs);
+        }
+        cca_status_t s = x_map(a, st, pool, &seg, sp->addr + mapped, h, hs, hpool, ctx);
+        if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
+            a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+        if (s != CCA_OK) return s;
+        mapped += hs;
+    }
+    return CCA_OK;
+}
+
+static cca_status_t x_try(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
+{
+    xspot_t sp;
+    cca_status_t s = x_spot(a, st, pool, ctx->rounded, &sp, ctx);
+    if (s == CCA_OK) s = x_fill(a, st, pool, &sp, ctx);
+    if (s != CCA_OK) return s;
+    *out = _cca_find_free(a, st, pool, ctx->rounded);
+    if (!*out) {                                      /* cannot happen: the spot holds it now */
+        ctx->device_refused = true;
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    return CCA_OK;
+}
+
+/* The growth ladder of an expandable cache: map (held handles, then new
+ * ones); when the device or the cap refuses, unmap every free handle
+ * (after waiting for pending frees) and map again (a retry); then release
+ * what is held and try once more. */
+cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
+{
+    dev_guard_t g;
+    cudaError_t e = _cca_device_enter(a, &g);
+    if (e != cudaSuccess) {
+        _cca_clear_error();
+        return _cca_fail(CCA_ERROR_CUDA, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
+    }
+    if (a->cfg.release_before_grow &&
+        (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high)
+        x_unmap_free(a, NULL);                        /* reuse what is cached before the peak grows */
+    cca_status_t s = x_try(a, st, pool, ctx, out);
+    for (int rung = 0; rung < 2 && s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed; rung++) {
+        cca_oom_ctx_t again = *ctx;
+        again.cap_refused = again.device_refused = false;
+        if (rung == 0) {
+            a->stats.num_alloc_retries++;
+            _cca_sync_pending(a);
+            x_retry_strays(a);
+            x_unmap_free(a, NULL);
+        } else {
+            if (!a->xv->nheld) break;
+            x_release_held(a, 0);
+        }
+        s = x_try(a, st, pool, &again, out);
+        ctx->cap_refused |= again.cap_refused;
+        ctx->device_refused |= again.device_refused;
+        ctx->host_failed = again.host_failed;
+    }
+    _cca_device_leave(&g);
+    return s;
+}
+
+/* ---- checking and destroying ---------------------------------------------- */
+
+/* cca_check's part: every segment's mappings cover it exactly and grant
+ * read-write access (cuMemGetAccess); *held_pool gets the bytes held
+ * unmapped per pool (strays included) for the reserved tally. */
+cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
+{
+    struct cca_xvmm *x = a->xv;
+    size_t in_segments = 0, mapped = 0;
+    int64_t unmapped = 0;
+    for (cca_segment_t *s = a->segments; s; s = s->next) {
+        if (!s->expandable) continue;
+        if (s->addr % x->gran || s->size % x->gran)
+            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: expandable segment %#lx is not granularity-aligned",
+                             (unsigned long)s->addr);
+        uintptr_t at = s->addr;
+        for (size_t i = x_map_index(x, s->addr); i < x->nmaps && at < s->addr + s->size; i++) {
+            unsigned long long flags = 0;
+            if (x->maps[i].addr != at || x->maps[i].stray ||
+                x->get_access(&flags, &x->prop.location, (CUdeviceptr)at) != CUDA_SUCCESS ||
+                flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+                return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+                                 "cca_check: expandable segment %#lx: %#lx is not mapped read-write as a whole handle",
+                                 (unsigned long)s->addr, (unsigned long)at);
+            at += x->maps[i].size;
+        }
+        if (at != s->addr + s->size)
+            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: expandable segment %#lx: mappings cover %zu of %zu bytes",
+                             (unsigned long)s->addr, (size_t)(at - s->addr), s->size);
+        in_segments += s->size;
+    }
+    for (size_t i = 0; i < x->nmaps; i++) {
+        if (i && x->maps[i - 1].addr + x->maps[i - 1].size > x->maps[i].addr)
+            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: mappings overlap at %#lx", (unsigned long)x->maps[i].addr);
+        if (x->maps[i].stray) {
+            held_pool[x->maps[i].pool] += (int64_t)x->maps[i].size;
+            unmapped += (int64_t)x->maps[i].size;
+        } else {
+            mapped += x->maps[i].size;
+        }
+    }
+    if (mapped != in_segments)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: %zu bytes mapped, %zu in expandable segments", mapped, in_segments);
+    for (size_t i = 0; i < x->nheld; i++) {
+        held_pool[x->held[i].pool] += (int64_t)x->held[i].size;
+        unmapped += (int64_t)x->held[i].size;
+    }
+    if (unmapped != a->stats.unmapped_bytes.current)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
+                         (long long)a->stats.unmapped_bytes.current, (long long)unmapped);
+    return CCA_OK;
+}
+
+/* Unmaps and releases everything, frees the reservations (cca_destroy). */
+void _cca_x_destroy(cca_allocator_t *a)
+{
+    struct cca_xvmm *x = a->xv;
+    if (!x) return;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        if (x->unmap((CUdeviceptr)x->maps[i].addr, x->maps[i].size) != CUDA_SUCCESS) x_unmap_retry(x, x->maps[i].addr, x->maps[i].size);
+        x->release(x->maps[i].h);
+    }
+    for (size_t i = 0; i < x->nheld; i++) x->release(x->held[i].h);
+    for (size_t i = 0; i < x->nres; i++) x->address_free((CUdeviceptr)x->res[i].base, x->res[i].size);
+    free(x->maps);
+    free(x->held);
+    free(x->res);
+    free(x);
+    a->xv = NULL;
+}

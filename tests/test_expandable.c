@@ -1,0 +1,328 @@
+/* test_expandable.c - expandable_segments:True on the simulated device's
+ * virtual memory calls: exact figures (reserved = handles, maps and unmaps
+ * in num_device_alloc/free, segments = contiguous mapped ranges, nothing in
+ * inactive_split), growth in place and joins, unmapping before failing and
+ * across streams, empty_cache, reservations per device, max_split_size
+ * (pytorch issue 123548's pattern), injected faults in every driver call,
+ * and the OOM report's advice for a cache without them. */
+#include "common.h"
+#include <cuda.h>
+#include <stdio.h>
+
+static void setup(void) { cca_sim_reset(); }
+
+TestSuite(expandable, .init = setup);
+
+/* Every live block mapped read-write (the simulator's own view), on top of cca_check. */
+static int walk_block(const cca_block_info_t *b, void *arg)
+{
+    (void)arg;
+    if (b->state == CCA_STATE_ACTIVE_ALLOCATED)
+        cr_assert(cca_sim_accessible((const void *)b->address, b->size), "block %#lx (%zu B) is not mapped read-write",
+                  (unsigned long)b->address, b->size);
+    return 0;
+}
+
+typedef struct segs { int n; size_t bytes; int expandable; } segs_t;
+static int walk_seg(const cca_segment_info_t *s, void *arg)
+{
+    segs_t *c = arg;
+    c->n++;
+    c->bytes += s->total_size;
+    c->expandable += s->is_expandable;
+    return 0;
+}
+
+static void check_x(cca_allocator_t *a)
+{
+    check_ok(a);
+    segs_t c = { 0 };
+    cr_assert_eq(cca_snapshot_walk(a, walk_seg, walk_block, &c), CCA_OK);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(c.n, s.segment[CCA_POOL_ALL].current, "the snapshot's segments are the counted ones");
+    cr_assert_eq(c.expandable, c.n);
+    cr_assert_eq((int64_t)c.bytes + s.unmapped_bytes.current, s.reserved_bytes[CCA_POOL_ALL].current);
+    cr_assert_eq(cca_sim_used_bytes(0), (size_t)s.reserved_bytes[CCA_POOL_ALL].current, "the device's view of reserved");
+}
+
+static void finish_x(cca_allocator_t *a)
+{
+    check_x(a);
+    finish(a);
+    cr_assert_eq(cca_sim_live_handles(0), 0);
+    cr_assert_eq(cca_sim_va_reserved(), 0);
+}
+
+Test(expandable, grows_in_place_with_exact_figures)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    void *p1 = alloc_ok(a, 30 * MiB, 0);              /* a new range: one 30 MiB handle */
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_LARGE, 1);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_LARGE, 30 * MiB);
+    cr_assert_eq(s.num_device_alloc, 1);
+    cr_assert_eq(s.num_handle_create, 1);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), 0, "no cudaMalloc");
+    void *p2 = alloc_ok(a, 30 * MiB, 0);              /* mapped right above: the same segment */
+    cr_assert_eq((char *)p2, (char *)p1 + 30 * MiB);
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_LARGE, 1);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_LARGE, 60 * MiB);
+    cr_assert_eq(s.num_device_alloc, 2);
+    void *q = alloc_ok(a, 1000, 0);                   /* the small pool: its own range, a 2 MiB handle */
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_SMALL, 1);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_SMALL, 2 * MiB);
+    ASSERT_STAT(s, inactive_split, CCA_POOL_SMALL, 0);   /* the rest of the page is free, not counted */
+    ASSERT_STAT(s, inactive_split_bytes, CCA_POOL_ALL, 0);
+    check_x(a);
+    free_ok(a, p1);
+    free_ok(a, p2);
+    free_ok(a, q);
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 0, "a free unmaps nothing");
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 62 * MiB);
+    void *big = alloc_ok(a, 60 * MiB, 0);             /* the merged range serves it */
+    cr_assert_eq(big, p1);
+    free_ok(a, big);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 0);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 0);
+    cr_assert_eq(s.num_device_free, 3, "every handle unmapped");
+    cr_assert_eq(s.num_handle_release, 3);
+    cr_assert_eq(s.unmapped_bytes.current, 0);
+    finish_x(a);
+}
+
+/* Under a cap of 64 MiB handles are 2 MiB (1/64 of the room left is
+ * below the granularity); a free block in the middle is unmapped when the
+ * cap would refuse, which splits the range in two. */
+Test(expandable, unmaps_before_failing)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True,memory_limit_mb:64");
+    void *A = alloc_ok(a, 20 * MiB, 0), *B = alloc_ok(a, 20 * MiB, 0), *C = alloc_ok(a, 20 * MiB, 0);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_handle_create, 30);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 1);
+    free_ok(a, B);
+    void *D = alloc_ok(a, 24 * MiB, 0);               /* 4 MiB under the cap: B's 10 handles are unmapped and reused */
+    s = stats_of(a);
+    cr_assert_eq(s.num_alloc_retries, 1);
+    cr_assert_eq(s.num_device_free, 10);
+    cr_assert_eq(s.num_handle_create, 32);
+    cr_assert_eq(s.num_handle_release, 0);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 64 * MiB);
+    cr_assert_eq(s.unmapped_bytes.current, 0);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 2);        /* [A] hole [C D] */
+    cr_assert_eq((char *)D, (char *)C + 20 * MiB);
+    check_x(a);
+    void *F = NULL;
+    cr_assert_eq(cca_malloc(a, &F, 2 * MiB, 0), CCA_ERROR_OUT_OF_MEMORY);   /* nothing free at all */
+    s = stats_of(a);
+    cr_assert_eq(s.num_ooms, 1);
+    cr_assert_eq(s.num_alloc_retries, 2);
+    check_x(a);
+    free_ok(a, A);
+    free_ok(a, C);
+    free_ok(a, D);
+    finish_x(a);
+}
+
+/* Plenty of memory: empty_cache unmaps a free handle in the middle (two
+ * ranges); growing fills the hole and joins them, and a new range right
+ * below one joins it too. */
+Test(expandable, holes_fill_and_join)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    void *A = alloc_ok(a, 20 * MiB, 0), *B = alloc_ok(a, 20 * MiB, 0), *C = alloc_ok(a, 20 * MiB, 0);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_handle_create, 3, "one handle per growth while memory is plentiful");
+    free_ok(a, B);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 2);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 40 * MiB);
+    cr_assert_eq(s.num_device_free, 1);
+    cr_assert_eq(s.num_handle_release, 1);
+    check_x(a);
+    void *E = alloc_ok(a, 20 * MiB, 0);               /* into the hole: one range again */
+    cr_assert_eq(E, B);
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 1);
+    check_x(a);
+    free_ok(a, A);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 1);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 40 * MiB);
+    void *G = alloc_ok(a, 20 * MiB, 0);               /* right below the range, joining it */
+    cr_assert_eq(G, A);
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 1);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 60 * MiB);
+    check_x(a);
+    free_ok(a, G);
+    free_ok(a, E);
+    free_ok(a, C);
+    finish_x(a);
+}
+
+/* Memory freed on one stream serves another once memory is short: its
+ * handles are unmapped there and mapped here (a cache without expandable
+ * segments says "stranded"). */
+Test(expandable, memory_moves_between_streams)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cudaStream_t s1, s2;
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    void *p = alloc_ok(a, 40 * MiB, s1);
+    free_ok(a, p);
+    void *q = alloc_ok(a, 40 * MiB, s2);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 40 * MiB);
+    cr_assert_eq(s.num_handle_create, s.num_handle_release + (int64_t)cca_sim_live_handles(0));
+    cr_assert_eq(s.num_alloc_retries, 1);
+    check_x(a);
+    free_ok(a, q);
+    finish_x(a);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+
+    cca_sim_reset();                                  /* the same without: stranded */
+    cca_sim_set_capacity(0, 64 * MiB);
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    a = make_alloc("");
+    p = alloc_ok(a, 40 * MiB, s1);
+    free_ok(a, p);
+    q = alloc_ok(a, 40 * MiB, s2);                    /* the default releases the cached segment and retries */
+    free_ok(a, q);
+    finish(a);
+}
+
+/* Reservations are per device: 16 streams x 2 pools share one. */
+Test(expandable, one_reservation_for_many_streams)
+{
+    cca_sim_set_capacity(0, 8 * GiB);
+    cca_sim_set_va_limit(32 * GiB);                  /* room for two reservations of 2 x 8 GiB, not for 32 */
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    cudaStream_t st[16];
+    void *p[16][2];
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(cudaStreamCreate(&st[i]), cudaSuccess);
+        p[i][0] = alloc_ok(a, 4096, st[i]);
+        p[i][1] = alloc_ok(a, 64 * MiB, st[i]);
+    }
+    cr_assert_eq(cca_sim_va_reserved(), 16 * GiB);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 32);
+    check_x(a);
+    for (int i = 0; i < 16; i++) {                    /* each stream grows in place, above or below its range */
+        void *more = alloc_ok(a, 64 * MiB, st[i]);
+        cr_assert((char *)more == (char *)p[i][1] + 64 * MiB || (char *)more + 64 * MiB == (char *)p[i][1]);
+        free_ok(a, more);
+    }
+    s = stats_of(a);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 32);
+    for (int i = 0; i < 16; i++) {
+        free_ok(a, p[i][0]);
+        free_ok(a, p[i][1]);
+    }
+    finish_x(a);
+    for (int i = 0; i < 16; i++) cudaStreamDestroy(st[i]);
+    cca_sim_set_va_limit(64ull << 40);
+}
+
+/* pytorch issue 123548: with max_split_size_mb and expandable segments,
+ * A (91 MiB) and B (45.5 MiB), a 2 MiB block that stays, then A and B
+ * freed - 100 cycles. PyTorch's reserved grows by ~140 MiB a cycle; here
+ * the free blocks are reused (max_split_size does not apply inside
+ * expandable segments). */
+Test(expandable, pytorch_123548_stays_bounded)
+{
+    cca_allocator_t *a = make_alloc("preset:expandable,max_split_size_mb:128");
+    void *keep[100];
+    for (int i = 0; i < 100; i++) {
+        void *A = alloc_ok(a, 91 * MiB, 0), *B = alloc_ok(a, 91 * MiB / 2, 0);
+        keep[i] = alloc_ok(a, 2 * MiB, 0);
+        free_ok(a, A);
+        free_ok(a, B);
+    }
+    cca_stats_t s = stats_of(a);
+    cr_assert_lt(s.reserved_bytes[CCA_POOL_ALL].peak, 500 * (int64_t)MiB, "reserved peak %lld",
+                 (long long)s.reserved_bytes[CCA_POOL_ALL].peak);
+    ASSERT_STAT(s, allocated_bytes, CCA_POOL_ALL, 200 * MiB);
+    check_x(a);
+    for (int i = 0; i < 100; i++) free_ok(a, keep[i]);
+    finish_x(a);
+}
+
+/* cca_destroy gives everything back, live blocks included. */
+Test(expandable, destroy_returns_everything)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    cudaStream_t s1;
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    for (int i = 0; i < 20; i++) alloc_ok(a, (size_t)(i + 1) * 3 * MiB + 512, i % 2 ? s1 : 0);
+    alloc_ok(a, 100, 0);
+    check_x(a);
+    finish_x(a);
+    cudaStreamDestroy(s1);
+}
+
+/* One-shot faults in every driver call leave the allocator usable and
+ * consistent, and lose nothing. */
+static const cca_sim_api_t vmm_apis[] = { CCA_SIM_MEM_CREATE, CCA_SIM_MEM_MAP, CCA_SIM_MEM_SET_ACCESS, CCA_SIM_MEM_UNMAP,
+                                          CCA_SIM_MEM_RELEASE, CCA_SIM_MEM_ADDRESS_RESERVE, CCA_SIM_MEM_GET_ACCESS };
+static const cudaError_t fault_codes[] = { cudaErrorMemoryAllocation, cudaErrorInvalidValue };
+
+Test(expandable, faults_in_every_driver_call)
+{
+    for (size_t f = 0; f < sizeof vmm_apis / sizeof vmm_apis[0]; f++)
+        for (size_t c = 0; c < 2; c++)
+            for (int nth = 1; nth <= 3; nth++) {
+                cca_sim_reset();
+                cca_allocator_t *a = make_alloc("expandable_segments:True,memory_limit_mb:48");
+                void *keep = alloc_ok(a, 10 * MiB, 0);
+                void *gone = alloc_ok(a, 20 * MiB, 0);
+                free_ok(a, gone);
+                cca_sim_fail(vmm_apis[f], (unsigned long)nth - 1, fault_codes[c]);
+                void *p = NULL;                       /* needs the free handles unmapped: every call on the way */
+                cca_status_t st = cca_malloc(a, &p, 30 * MiB, 0);
+                cr_assert(st == CCA_OK || st == CCA_ERROR_OUT_OF_MEMORY || st == CCA_ERROR_CUDA, "api %d: %s",
+                          vmm_apis[f], cca_status_string(st));
+                cr_assert_eq(cudaGetLastError(), cudaSuccess);
+                cca_status_t chk = cca_check(a);      /* cuMemGetAccess may be the faulted call */
+                if (chk != CCA_OK) cr_assert_eq(vmm_apis[f], CCA_SIM_MEM_GET_ACCESS, "%s", cca_last_error_string());
+                cca_sim_fail(vmm_apis[f], 0, cudaSuccess);   /* disarm, if it did not fire */
+                if (p) free_ok(a, p);
+                cr_assert_eq(cca_empty_cache(a), CCA_OK);
+                void *again = alloc_ok(a, 30 * MiB, 0);   /* usable */
+                free_ok(a, again);
+                free_ok(a, keep);
+                cr_assert_eq(cca_empty_cache(a), CCA_OK);
+                check_x(a);
+                cca_destroy(a);
+                cr_assert_eq(cca_sim_live_handles(0), 0, "api %d nth %d: a handle was lost", vmm_apis[f], nth);
+                cr_assert_eq(cca_sim_va_reserved(), 0);
+                cr_assert_eq(cca_sim_used_bytes(0), 0);
+            }
+}
+
+Test(expandable, create_fails_cleanly_without_the_driver_calls)
+{
+    cca_sim_fail(CCA_SIM_GET_DRIVER_ENTRY_POINT, 0, cudaErrorInvalidValue);
+    cca_config_t cfg;
+    cca_config_init(&cfg);
+    cfg.expandable_segments = 1;
+    cca_allocator_t *a = NULL;
+    cr_assert_eq(cca_create(&cfg, &a), CCA_ERROR_CUDA);
+    cr_assert_null(a);
+    cr_assert(strstr(cca_last_error_string(), "expandable_segments"), "%s", cca_last_error_string());
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    cr_assert_eq(cca_create(&cfg, &a), CCA_OK);       /* the fault was one-shot */
+    finish_x(a);
+}
