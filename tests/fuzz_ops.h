@@ -1,5 +1,6 @@
 /* fuzz_ops.h - the fuzz driver: bytes read as a sequence of operations on
- * three allocators of different configurations over two simulated devices
+ * four allocators of different configurations (one with expandable
+ * segments) over two simulated devices
  * (malloc of boundary sizes; free of valid, interior, foreign and freed
  * pointers; record_stream; stream create and retire; holds; empty_cache;
  * resets; watches; scopes; history; snapshots and reports into small buffers; cap
@@ -22,7 +23,7 @@
 #include "cca.h"
 #include "cca_sim.h"
 
-#define FZ_ALLOCS 3
+#define FZ_ALLOCS 4
 #define FZ_LIVE 48
 #define FZ_STREAMS 2
 #define MiB_ ((size_t)1 << 20)
@@ -104,6 +105,8 @@ static int snap_block(const cca_block_info_t *b, void *arg)
     snap_check_t *c = arg;
     if (b->state != CCA_STATE_ACTIVE_ALLOCATED) return 0;
     c->live_seen++;
+    FZ_CHECK(c->z, cca_sim_accessible((const void *)b->address, b->size), "snapshot: live block %#lx is not mapped read-write",
+             (unsigned long)b->address);
     for (int i = 0; i < FZ_LIVE; i++)
         if (c->f->live[i].p == (void *)b->address) {
             FZ_CHECK(c->z, b->requested_size == c->f->live[i].size, "snapshot: block %#lx requested %zu, the model %zu",
@@ -418,6 +421,7 @@ static void op_misc(fz_t *z, fz_alloc_t *f)
 
 static const char *const fz_confs[FZ_ALLOCS] = {
     "", "preset:lean,roundup_power2_divisions:[64:2,>:4]", "max_split_size_mb:64,garbage_collection_threshold:0.5,memory_limit_mb:192",
+    "preset:expandable,max_split_size_mb:64,memory_limit_mb:96",
 };
 
 /* Runs the operations in data (at most max_steps of them; 0: all); aborts
@@ -437,7 +441,7 @@ static void fuzz_run(const uint8_t *data, size_t len, unsigned long max_steps)
         cca_config_t c;
         cca_config_init(&c);
         if (cca_config_parse(&c, fz_confs[i], NULL, 0) != CCA_OK) abort();
-        c.device = i == 2 ? 1 : 0;
+        c.device = i >= 2 ? 1 : 0;
         z.al[i].device = c.device;
         if (cca_create(&c, &z.al[i].a) != CCA_OK) abort();
     }
@@ -476,7 +480,10 @@ static void fuzz_run(const uint8_t *data, size_t len, unsigned long max_steps)
         if (z.outside[d] && (cudaSetDevice(d) != cudaSuccess || cudaFree(z.outside[d]) != cudaSuccess)) abort();
     if (cudaSetDevice(0) != cudaSuccess) abort();
     for (int i = 0; i < FZ_STREAMS; i++) cudaStreamDestroy(z.streams[i]);
-    for (int d = 0; d < 2; d++) FZ_CHECK(&z, cca_sim_live_allocations(d) == 0, "device %d still holds memory", d);
+    for (int d = 0; d < 2; d++)
+        FZ_CHECK(&z, cca_sim_live_allocations(d) == 0 && cca_sim_live_handles(d) == 0 && cca_sim_used_bytes(d) == 0,
+                 "device %d still holds memory", d);
+    FZ_CHECK(&z, cca_sim_va_reserved() == 0, "address space still reserved");
     (void)cudaGetLastError();
 }
 
