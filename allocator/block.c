@@ -54,6 +54,7 @@ void _cca_insert_free(cca_block_t *b)
         _cca_bins_remove(block_bins_of(n), n);
         p->next = n->next;
         if (n->next) n->next->prev = p;
+        else p->seg->last = p;
         _cca_bins_rekey(block_bins_of(p), p, p, p->addr, p->size + b->size + n->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
@@ -62,6 +63,7 @@ void _cca_insert_free(cca_block_t *b)
     } else if (pf) {                      /* p absorbs b */
         p->next = n;
         if (n) n->prev = p;
+        else p->seg->last = p;
         _cca_bins_rekey(block_bins_of(p), p, p, p->addr, p->size + b->size);
         p->gc_base = b->gc_base;
         _cca_block_recycle(st, b);
@@ -69,6 +71,7 @@ void _cca_insert_free(cca_block_t *b)
     } else if (nf) {                      /* b absorbs n and takes its place */
         b->next = n->next;
         if (n->next) n->next->prev = b;
+        else b->seg->last = b;
         _cca_bins_rekey(block_bins_of(n), n, b, b->addr, b->size + n->size);
         _cca_block_recycle(st, n);
     } else {
@@ -107,6 +110,7 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
         r->gc_base = _cca_gc_now(a);
         _cca_bins_rekey(block_bins_of(b), b, r, r->addr, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
+        else b->seg->last = r;
         b->next = r;
         b->size = size;
     } else {

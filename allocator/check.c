@@ -75,6 +75,8 @@ static cca_status_t check_segment(const cca_allocator_t *a, cca_segment_t *s, wa
         sum += b->size;
     }
     CHECK(sum == s->size, "segment %#lx: blocks cover %zu of %zu bytes", (unsigned long)s->addr, sum, s->size);
+    CHECK(s->last && !s->last->next && s->last->seg == s && s->last->addr + s->last->size == s->addr + s->size,
+          "segment %#lx: its last block is not the highest", (unsigned long)s->addr);
     int ps = s->pool;
     check_add(&w->segment, ps, 1);
     check_add(&w->reserved_bytes, ps, (int64_t)s->size);

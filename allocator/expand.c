@@ -29,15 +29,20 @@
  * stream's segments).
  *
  * Handle sizes: a growth needs `want` bytes (the request, less a free
- * block at the segment's end, rounded up to the granularity). While memory
- * is plentiful one handle is created ahead of need - an eighth of what the
- * pool holds, at least `want` - so that a growing workload makes few
- * calls; but a handle is never more than 1/64 of the memory still free on
- * the device (or under the cap). When that bound is below `want`, the
- * growth takes several handles of at most that size (2 MiB at the least):
- * the less memory is left, the finer the handles, so that what partly used
- * handles strand stays a small share of it. On an unlimited device that
- * means few, large handles; near the device's size, 2 MiB ones. */
+ * block at the segment's end, rounded up to the granularity). Memory is
+ * plentiful while the device's free memory (or the cap's room, if less)
+ * is at least twice the bytes cca holds. Then one handle is created, ahead
+ * of need - a sixteenth of what the pool holds, at least `want` - so that
+ * a growing workload makes few calls, but only if it is at most 1/64 of
+ * the free memory; a larger growth takes several handles of that size.
+ * Once memory is short, every handle is one granule (2 MiB), so that a
+ * handle can be unmapped as soon as its own 2 MiB are free and nothing a
+ * partly used handle strands is more than a page. On a device several
+ * times the workload that means few, large handles; on one just its size,
+ * fine ones once half of it is held. (Chosen on the shared traces'
+ * replays from these principles among: a bound alone of 1/64 or 1/256 of
+ * free memory, one that shrinks with the square of it, and "plentiful" at
+ * free >= 1x or 2x held; docs/benchmarks.md has the figures.) */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdlib.h>
@@ -45,8 +50,9 @@
 #include "internal.h"
 
 #define X_VERSION 12000                               /* the driver API version of the calls we ask for */
-#define X_AHEAD_DIV 8                                 /* a handle mapped ahead: 1/8 of the pool's reserved bytes */
+#define X_AHEAD_DIV 16                                /* a handle mapped ahead: 1/16 of the pool's reserved bytes */
 #define X_FREE_DIV 64                                 /* ... and at most 1/64 of the memory still free */
+#define X_PLENTY 2                                    /* plentiful: free memory at least twice what cca holds */
 #define X_RES_FACTOR 2                                /* a reservation: twice the device's memory */
 
 typedef struct xmap {                                 /* a mapped handle */
@@ -223,12 +229,7 @@ static cca_status_t x_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ct
 
 /* ---- segments' shapes ------------------------------------------------------ */
 
-static cca_block_t *x_last_block(const cca_segment_t *s)
-{
-    cca_block_t *b = s->first;
-    while (b->next) b = b->next;
-    return b;
-}
+static inline cca_block_t *x_last_block(const cca_segment_t *s) { return s->last; }
 
 static void x_seg_link_after(cca_allocator_t *a, cca_segment_t *pos, cca_segment_t *s)
 {
@@ -263,10 +264,12 @@ static void x_join(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *t)
         l->next = f->next;
         if (f->next) f->next->prev = l;
         _cca_bins_rekey(bins, l, l, l->addr, l->size + f->size);
+        s->last = t->last == f ? l : t->last;
         _cca_block_recycle(s->stream, f);
     } else {
         l->next = f;
         f->prev = l;
+        s->last = t->last;
     }
     _cca_segmap_set(a, t->addr, t->size, s);
     s->size += t->size;
@@ -376,7 +379,7 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         s->expandable = true;
         s->stream = st;
         atomic_store_explicit(&s->owner, st, memory_order_relaxed);
-        s->first = nb;
+        s->first = s->last = nb;
         nb->seg = s;
         x_seg_link_after(a, NULL, s);
         _cca_bins_insert(st->free[pool], nb);
@@ -385,6 +388,7 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         nb->seg = s;
         nb->prev = tail;
         tail->next = nb;
+        s->last = nb;
         _cca_bins_insert(st->free[pool], nb);
         s->size += hs;
     } else {
@@ -440,7 +444,7 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
     a->stats.num_device_free++;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
     cca_bins_t *bins = st->free[s->pool];
-    cca_block_t *oldnext = b->next, *oldprev = b->prev;
+    cca_block_t *oldnext = b->next, *oldprev = b->prev, *oldlast = s->last;
     _cca_bins_remove(bins, b);
     _cca_segmap_set(a, h0, hs, NULL);
     cca_block_t *lb = left ? b : NULL;
@@ -466,6 +470,8 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
     }
     if (!lb && !rb) _cca_block_recycle(st, b);
     cca_block_t *first_after = rb ? rb : oldnext;
+    cca_block_t *last_after = oldnext ? oldlast : rb;  /* the highest block above the hole */
+    cca_block_t *last_before = lb ? lb : oldprev;      /* ... and below it */
     *next = first_after;
     *after = NULL;
     if (before && follows) {                          /* split: the part above becomes a segment of its own */
@@ -475,19 +481,23 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
         ns->expandable = true;
         ns->stream = st;
         ns->first = first_after;
+        ns->last = last_after;
         for (cca_block_t *c = first_after; c; c = c->next) c->seg = ns;
         atomic_store_explicit(&ns->owner, st, memory_order_relaxed);
         _cca_segmap_set(a, ns->addr, ns->size, ns);
         s->size = h0 - s->addr;
+        s->last = last_before;
         x_seg_link_after(a, s, ns);
         _cca_stat_add(a->stats.segment, s->pool, 1);
         *after = ns;
     } else if (before) {                              /* the segment ends below the hole */
         s->size = h0 - s->addr;
+        s->last = last_before;
     } else if (follows) {                             /* it starts above the hole */
         s->addr = h1;
         s->size = send - h1;
         s->first = first_after;
+        s->last = last_after;
         *after = s;
     } else {                                          /* nothing left of it */
         x_seg_unlink(a, s);
@@ -706,7 +716,7 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
         return 0;
     }
     size_t avail = dev_free < cap_room ? dev_free : cap_room;
-    size_t bound = x_down(x, avail / X_FREE_DIV);
+    size_t bound = avail >= X_PLENTY * reserved ? x_down(x, avail / X_FREE_DIV) : 0;   /* short: 2 MiB handles */
     size_t ahead = x_down(x, (size_t)a->stats.reserved_bytes[pool].current / X_AHEAD_DIV);
     size_t one = ahead > want ? ahead : want;
     if (one > room) one = x_down(x, room);

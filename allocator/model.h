@@ -83,7 +83,7 @@ struct cca_segment {
     bool expandable;                                  /* a mapped range of an expandable reservation (expand.c) */
     cca_stream_t *stream;
     cca_stream_t *_Atomic owner;                      /* = stream, for lock-free readers; NULL when recycled */
-    cca_block_t *first;                               /* lowest block */
+    cca_block_t *first, *last;                        /* lowest and highest block */
     cca_segment_t *prev, *next;                       /* allocator's segment list (spare list when recycled) */
 };
 

@@ -133,12 +133,14 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
         r->state = CCA_BLOCK_FREE;
         r->gc_base = _cca_gc_now(a);
         if (n) n->prev = r;
+        else b->seg->last = r;
         b->next = r;
         _cca_bins_insert(bins, r);
     } else if (!split && nf) {                        /* the whole merged block */
         _cca_bins_remove(bins, n);
         b->next = n->next;
         if (n->next) n->next->prev = b;
+        else b->seg->last = b;
         _cca_block_recycle(st, n);
     }
     b->size = split ? size : msize;

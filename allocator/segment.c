@@ -45,7 +45,7 @@ cca_segment_t *_cca_segment_new(cca_allocator_t *a)
         atomic_init(&seg->owner, NULL);
     }
     seg->stream = NULL;
-    seg->first = NULL;
+    seg->first = seg->last = NULL;
     seg->prev = seg->next = NULL;
     seg->expandable = false;
     return seg;
@@ -115,7 +115,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
     seg->pool = pool;
     seg->stream = st;
     atomic_store_explicit(&seg->owner, st, memory_order_relaxed);
-    seg->first = b;
+    seg->first = seg->last = b;
     seg->next = a->segments;
     if (a->segments) a->segments->prev = seg;
     a->segments = seg;

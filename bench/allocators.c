@@ -11,6 +11,7 @@
 static const struct { const char *name, *conf; } cca_configs[] = {
     {"default", ""},
     {"lean", "preset:lean"},       /* release_before_grow, max_split_size_mb:128, segment_growth_percent:10 */
+    {"expandable", "preset:expandable"},   /* expandable_segments:True */
 };
 
 /* --cca LABEL=CONF: the user's own configurations, after cca's. */

@@ -40,7 +40,7 @@ static const char *oom_flag(const bench_row_t *r, const char *key)
 
 static void trace_row(FILE *f, const bench_row_t *r, const char *scen, const char *trace, const bench_opts_t *o)
 {
-    char b[8][24], range[48];
+    char b[10][24], range[48];
     fprintf(f, "  %-22s", r->alloc);
     if (r->fig.failed) {
         fprintf(f, " FAILED: %s\n", r->fig.msg);
@@ -48,10 +48,12 @@ static void trace_row(FILE *f, const bench_row_t *r, const char *scen, const cha
     }
     snprintf(range, sizeof range, "%s..%s", fmt_num(b[0], 24, r->fig.min),
              fmt_num(b[1], 24, r->fig.max));
-    fprintf(f, " %9s %19s %8s %9s %8s %5s %9s", fmt_num(b[2], 24, r->fig.median), range,
+    fprintf(f, " %9s %19s %8s %9s %8s %9s %8s %5s %9s", fmt_num(b[2], 24, r->fig.median), range,
             fmt_num(b[3], 24, results_extra_get(r, "reserved_over_live")),
             fmt_num(b[4], 24, r->fig.have_calls ? results_extra_get(r, "cudaMalloc_per_1k_events") : NAN),
             fmt_num(b[5], 24, r->fig.have_calls ? results_extra_get(r, "cudaFree_per_1k_events") : NAN),
+            fmt_num(b[8], 24, r->fig.have_calls ? results_extra_get(r, "cuMemCreate_per_1k_events") : NAN),
+            fmt_num(b[9], 24, r->fig.have_calls ? results_extra_get(r, "cuMemUnmap_per_1k_events") : NAN),
             count_text(b[6], 24, (size_t)results_extra_get(r, "ooms"), !r->modelled),
             r->modelled ? "-" : mincap_text(b[7], 24, r));
     fprintf(f, " %6s %6s", oom_flag(r, "oom_at_1.05x"), oom_flag(r, "oom_at_1.10x"));
@@ -69,8 +71,8 @@ static void trace_row(FILE *f, const bench_row_t *r, const char *scen, const cha
 
 static void trace_header(FILE *f, const bench_opts_t *o)
 {
-    fprintf(f, "  %-22s %9s %19s %8s %9s %8s %5s %9s %6s %6s", "allocator", "ns/event", "min..max",
-            "res/live", "malloc/1k", "free/1k", "OOMs", "mincap/l", "@1.05x", "@1.10x");
+    fprintf(f, "  %-22s %9s %19s %8s %9s %8s %9s %8s %5s %9s %6s %6s", "allocator", "ns/event", "min..max",
+            "res/live", "malloc/1k", "free/1k", "create/1k", "unmap/1k", "OOMs", "mincap/l", "@1.05x", "@1.10x");
     for (size_t i = 0; i < o->n_allocs; i++)
         if (o->allocs[i].is_cca && !o->allocs[i].modelled)
             fprintf(f, " %12.12s/x", o->allocs[i].label);
@@ -93,7 +95,7 @@ void replay_table(FILE *f, const trace_t *t, const bench_opts_t *o, const char *
 
 typedef struct acc {
     size_t traces, failed, with_ooms, oom105, oom110, above, checks, n_ratio, n_cap;
-    double events, ns, mallocs, frees, log_ratio, worst, log_cap;
+    double events, ns, mallocs, frees, creates, unmaps, log_ratio, worst, log_cap;
     const char *worst_trace;
 } acc_t;
 
@@ -112,6 +114,8 @@ static void add_trace(acc_t *a, const bench_row_t *r)
     a->events += ev;
     a->mallocs += results_extra_get(r, "cudaMalloc_per_1k_events") * ev / 1000.0;
     a->frees += results_extra_get(r, "cudaFree_per_1k_events") * ev / 1000.0;
+    a->creates += results_extra_get(r, "cuMemCreate_per_1k_events") * ev / 1000.0;
+    a->unmaps += results_extra_get(r, "cuMemUnmap_per_1k_events") * ev / 1000.0;
     a->with_ooms += results_extra_get(r, "ooms") > 0;
     a->checks += results_extra_get(r, "check_failed") > 0;
     if (ratio > 0) {
@@ -161,6 +165,8 @@ static void record(const acc_t *a, const char *scen, const bench_alloc_t *al, in
     results_extra(r, "max_reserved_over_live", a->n_ratio ? a->worst : nan);
     results_extra(r, "cudaMalloc_per_1k_events", have_calls && a->events ? a->mallocs * 1000 / a->events : nan);
     results_extra(r, "cudaFree_per_1k_events", have_calls && a->events ? a->frees * 1000 / a->events : nan);
+    results_extra(r, "cuMemCreate_per_1k_events", have_calls && a->events ? a->creates * 1000 / a->events : nan);
+    results_extra(r, "cuMemUnmap_per_1k_events", have_calls && a->events ? a->unmaps * 1000 / a->events : nan);
     results_extra(r, "traces_with_ooms_at_4x", (double)a->with_ooms);
     results_extra(r, "traces_oom_at_1.05x", a->n_cap ? (double)a->oom105 : nan);
     results_extra(r, "traces_oom_at_1.10x", a->n_cap ? (double)a->oom110 : nan);
@@ -171,7 +177,7 @@ static void record(const acc_t *a, const char *scen, const bench_alloc_t *al, in
 
 static void print_acc(FILE *f, const acc_t *a, const bench_alloc_t *al, int have_calls)
 {
-    char b[8][24];
+    char b[10][24];
     double gm = a->n_ratio ? exp(a->log_ratio / (double)a->n_ratio) : NAN;
     double cap = a->n_cap ? exp(a->log_cap / (double)a->n_cap) : NAN;
     double per = a->events > 0 && have_calls ? 1000 / a->events : NAN;
@@ -180,9 +186,10 @@ static void print_acc(FILE *f, const acc_t *a, const bench_alloc_t *al, int have
         fprintf(f, "   (timing only)\n");
         return;
     }
-    fprintf(f, " %8s %8s %-28.28s %9s %8s %8s %8s %5s %7s %4zu %6zu%s\n", fmt_num(b[1], 24, gm),
+    fprintf(f, " %8s %8s %-28.28s %9s %8s %9s %8s %8s %8s %5s %7s %4zu %6zu%s\n", fmt_num(b[1], 24, gm),
             fmt_num(b[2], 24, a->n_ratio ? a->worst : NAN), a->worst_trace,
             fmt_num(b[3], 24, a->mallocs * per), fmt_num(b[4], 24, a->frees * per),
+            fmt_num(b[8], 24, a->creates * per), fmt_num(b[9], 24, a->unmaps * per),
             count_text(b[5], 24, a->oom105, a->n_cap > 0),
             count_text(b[6], 24, a->oom110, a->n_cap > 0),
             count_text(b[7], 24, a->above, a->n_cap > 0), fmt_num(b[0], 24, cap), a->with_ooms,
@@ -193,12 +200,12 @@ void replay_summary(FILE *f, const char *const *names, size_t n, const bench_opt
 {
     int have_calls = simctl_is_sim();
     fprintf(f, "\n%s summary over %zu traces (res/live: peak reserved / peak live bytes, "
-            "geometric mean and worst; calls per 1,000 events over all traces;\n"
+            "geometric mean and worst; calls per 1,000 events over all traces (create, unmap: cuMemCreate, cuMemUnmap);\n"
             "  OOM@: traces that OOM on a device of 1.05x / 1.10x peak live; >4x: not even at 4x;"
             " mincap: geometric mean of the smallest device / peak live;\n"
             "  OOM4x: traces with OOMs on the large device; fail: traces that could not run)\n", scen, n);
-    fprintf(f, "  %-22s %9s %8s %8s %-28s %9s %8s %8s %8s %5s %7s %4s %6s\n", "allocator",
-            "ns/event", "gmean", "worst", "(worst trace)", "malloc/1k", "free/1k", "OOM@1.05",
+    fprintf(f, "  %-22s %9s %8s %8s %-28s %9s %8s %9s %8s %8s %8s %5s %7s %4s %6s\n", "allocator",
+            "ns/event", "gmean", "worst", "(worst trace)", "malloc/1k", "free/1k", "create/1k", "unmap/1k", "OOM@1.05",
             "OOM@1.10", ">4x", "mincap", "OOM4x", "fail");
     for (size_t i = 0; i < o->n_allocs; i++) {
         acc_t a;

@@ -42,6 +42,8 @@ static void measure_pass(const trace_t *t, const bench_alloc_t *a, bench_row_t *
     results_extra(row, "reserved_over_live", (double)r.peak_reserved / (double)t->peak_live_bytes);
     results_extra(row, "cudaMalloc_per_1k_events", r.calls.malloc * 1000.0 / ev);
     results_extra(row, "cudaFree_per_1k_events", r.calls.free * 1000.0 / ev);
+    results_extra(row, "cuMemCreate_per_1k_events", r.calls.create * 1000.0 / ev);
+    results_extra(row, "cuMemUnmap_per_1k_events", r.calls.unmap * 1000.0 / ev);
     results_extra(row, "ooms", (double)r.ooms);
     results_extra(row, "check_failed", r.check_failed);
     if (r.check_failed) {

@@ -51,6 +51,8 @@ void simctl_snapshot(simctl_calls_t *c)
         c->total += (double)cca_sim_calls((cca_sim_api_t)i);
     c->malloc = (double)cca_sim_calls(CCA_SIM_MALLOC);
     c->free = (double)cca_sim_calls(CCA_SIM_FREE);
+    c->create = (double)cca_sim_calls(CCA_SIM_MEM_CREATE);
+    c->unmap = (double)cca_sim_calls(CCA_SIM_MEM_UNMAP);
     c->event_create = (double)cca_sim_calls(CCA_SIM_EVENT_CREATE);
     c->event_record = (double)cca_sim_calls(CCA_SIM_EVENT_RECORD);
     c->event_query = (double)cca_sim_calls(CCA_SIM_EVENT_QUERY);
@@ -110,6 +112,8 @@ void simctl_per_op(const simctl_calls_t *a, const simctl_calls_t *b, double ops,
     out->total = (b->total - a->total) / ops;
     out->malloc = (b->malloc - a->malloc) / ops;
     out->free = (b->free - a->free) / ops;
+    out->create = (b->create - a->create) / ops;
+    out->unmap = (b->unmap - a->unmap) / ops;
     out->event_create = (b->event_create - a->event_create) / ops;
     out->event_record = (b->event_record - a->event_record) / ops;
     out->event_query = (b->event_query - a->event_query) / ops;

@@ -10,6 +10,7 @@
 typedef struct simctl_calls {
     double total;          /* every runtime call */
     double malloc, free;   /* cudaMalloc, cudaFree */
+    double create, unmap;  /* cuMemCreate, cuMemUnmap (expandable segments' physical allocations and returns) */
     double event_create, event_record, event_query;
 } simctl_calls_t;
 

@@ -1,15 +1,26 @@
-"""The Python parts of scripts/gpu-check, one per process:
+"""The parts of scripts/gpu-check after the C suites, one per process:
     python3 scripts/gpu_check.py PART OUTDIR MODE        (MODE: cuda or sim)
 Each writes OUTDIR/PART.json: {"part", "status", "seconds", ...figures}.
 Parts that need torch (and a GPU) record why they were skipped where torch
 is not importable or MODE is sim.
+
+PART_expandable runs PART with CCA_CONF=expandable_segments:True (set here,
+so every process it starts has it too); where PART compares with torch's
+native allocator, that side runs with PYTORCH_CUDA_ALLOC_CONF=
+expandable_segments:True, like with like. Writes OUTDIR/PART_expandable.json.
 
   maps           one CUDA runtime in the process (/proc/self/maps) with torch and cca
   keys           cca's memory_stats() keys and snapshot fields against native torch's
   oom            an OOM under a cap caught as torch.cuda.OutOfMemoryError (or RuntimeError), with a verdict
   record_stream  a tensor used on a side stream is not reused before that stream's work is done
   latency        alloc+free through the hook against torch's native allocator
-  train          a small transformer, varying sequence lengths: native, cca, preset:lean in fresh processes
+  train          a small transformer, varying sequence lengths, one fresh process per variant: native, cca,
+                 preset:lean, cca with CCA_CONF=expandable_segments:True and native with
+                 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; identical losses, and per variant the peak
+                 reserved bytes, the median step time and the device calls
+  bench          cca-bench (CCA_BENCH) --quick --reps 1: replay (the traces, where the machine has them),
+                 multistream and mixed, cca's defaults beside --cca x=expandable_segments:True; no row may fail
+                 or fail cca's check (runs on the simulated device too)
   cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
   numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
   tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
@@ -24,14 +35,22 @@ import subprocess
 import sys
 import time
 
-PART, OUT, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
+NAME, OUT, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
+EXPANDABLE = NAME.endswith("_expandable")
+PART = NAME[:-len("_expandable")] if EXPANDABLE else NAME
 T0 = time.time()
 MiB = 1 << 20
+X_CONF = "expandable_segments:True"                  # cca's key and torch's have the same spelling
+if EXPANDABLE:
+    os.environ["CCA_CONF"] = X_CONF
+NATIVE_ENV = {"PYTORCH_CUDA_ALLOC_CONF": X_CONF} if EXPANDABLE else {}   # for native torch's processes
 
 
 def emit(status, **figures):
-    figures.update(part=PART, status=status, seconds=round(time.time() - T0, 2))
-    with open(os.path.join(OUT, PART + ".json"), "w") as f:
+    if EXPANDABLE:
+        figures.update(cca_conf=X_CONF, native_conf=X_CONF)
+    figures.update(part=NAME, status=status, seconds=round(time.time() - T0, 2))
+    with open(os.path.join(OUT, NAME + ".json"), "w") as f:
         json.dump(figures, f, indent=1)
     print(json.dumps(figures))
     sys.exit(0)
@@ -59,6 +78,17 @@ def run_child(code, env=None):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def with_conf(conf):
+    """conf after CCA_CONF's expandable segments under PART_expandable (cca.configure replaces CCA_CONF)."""
+    return X_CONF + "," + conf if EXPANDABLE else conf
+
+
+def expandable_seen():
+    """Whether cca's snapshot has an expandable segment; under PART_expandable a part fails without one."""
+    import cca
+    return any(seg.get("is_expandable") for seg in cca.memory_snapshot())
+
+
 def runtimes_mapped():
     paths = set()
     with open("/proc/self/maps") as f:
@@ -80,7 +110,9 @@ if PART == "maps":
     ct.install()
     x = torch.ones(1024, device="cuda")
     maps = runtimes_mapped()
-    emit("ok" if len(maps) == 1 else "failed", runtimes=maps, allocated=int(torch.cuda.memory_allocated()))
+    seen = expandable_seen()
+    emit("ok" if len(maps) == 1 and (seen or not EXPANDABLE) else "failed", runtimes=maps,
+         allocated=int(torch.cuda.memory_allocated()), expandable_segments=seen)
 
 if PART == "keys":
     need_torch()
@@ -88,7 +120,7 @@ if PART == "keys":
              "s = torch.cuda.memory_snapshot()\n"
              "print(json.dumps({{'keys': sorted(torch.cuda.memory_stats()), 'seg': sorted(s[0]),"
              " 'block': sorted(s[0]['blocks'][0]), 'alloc': torch.cuda.memory_allocated()}}))")
-    native = run_child(probe.format(setup=""))
+    native = run_child(probe.format(setup=""), env=NATIVE_ENV)
     mine = run_child(probe.format(setup="import cca.allocators.torch as t; t.install()"))
     same = native["keys"] == mine["keys"]
     seg_missing = sorted(set(native["seg"]) - set(mine["seg"]))
@@ -101,7 +133,7 @@ if PART == "oom":
     torch = need_torch()
     import cca
     import cca.allocators.torch as ct
-    ct.install(conf="memory_limit_mb:1024")
+    ct.install(conf=with_conf("memory_limit_mb:1024"))
     caught, kind = None, None
     try:
         torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
@@ -134,8 +166,10 @@ if PART == "record_stream":
     z = torch.full((n,), 7.0, device="cuda")          # must not take x's memory before side is done
     reused_early = z.data_ptr() == addr
     torch.cuda.synchronize()
-    ok = bool((y == 6.0).all()) and not reused_early
-    emit("ok" if ok else "failed", reused_while_pending=reused_early, result_correct=bool((y == 6.0).all()))
+    seen = expandable_seen()
+    ok = bool((y == 6.0).all()) and not reused_early and (seen or not EXPANDABLE)
+    emit("ok" if ok else "failed", reused_while_pending=reused_early, result_correct=bool((y == 6.0).all()),
+         expandable_segments=seen)
 
 if PART == "latency":
     need_torch()
@@ -148,7 +182,7 @@ if PART == "latency":
             "    for _ in range(n): torch.cuda.caching_allocator_delete(torch.cuda.caching_allocator_alloc(size))\n"
             "    r[str(size)] = (time.perf_counter_ns() - t) / n\n"
             "print(json.dumps(r))")
-    native = [run_child(code.format(setup="")) for _ in range(3)]
+    native = [run_child(code.format(setup=""), env=NATIVE_ENV) for _ in range(3)]
     mine = [run_child(code.format(setup="import cca.allocators.torch as t; t.install()")) for _ in range(3)]
     res = {}
     for size in ("4096", "1048576"):
@@ -336,7 +370,8 @@ print(json.dumps(out))
     res = {}
     for who in ("native", "cca"):
         p = subprocess.run([sys.executable, os.path.join(tmp, "work.py"), who, os.path.join(tmp, who + ".pickle")],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **(NATIVE_ENV if who == "native" else {})))
         if p.returncode != 0:
             emit("failed", side=who, stderr=p.stderr[-3000:])
         res[who] = json.loads(p.stdout.strip().splitlines()[-1])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cca-bench --cca LABEL=CONF: a user's own configuration runs beside cca's in
 # a scenario (here the replay of a small trace written below), appears in
-# the table and the JSON report, and the per-trace table flags an OOM on a
+# the table and the JSON report, and the per-trace table (with the driver
+# calls cuMemCreate and cuMemUnmap per 1,000 events) flags an OOM on a
 # device of 1.05x and 1.10x peak live; bad labels and configurations are
 # refused with a reason (exit 2).
 # Usage: test_bench_cca.sh PATH/cca-bench
@@ -57,7 +58,9 @@ head=$(echo "$out" | grep -m1 '^  allocator .*ns/event') || fail "no per-trace t
 for a in cca:default cca:mine; do
     row=$(echo "$out" | awk -v a="$a" '/^replay small.csv/ { on = 1 } on && $1 == a { print; exit }')
     [ -n "$row" ] || fail "no $a row"
-    read -r _ _ _ _ _ _ _ _ f105 f110 _ <<<"$row"
+    read -r _ _ _ _ _ _ _ _ _ _ f105 f110 _ <<<"$row"
+    read -r _ _ _ _ _ _ create unmap _ <<<"$row"
+    [[ "$create" =~ ^[0-9.]+$ && "$unmap" =~ ^[0-9.]+$ ]] || fail "$a: driver calls '$create' '$unmap'"
     [[ "$f105" =~ ^(OOM|ok)$ && "$f110" =~ ^(OOM|ok)$ ]] || fail "$a: flags '$f105' '$f110'"
 done
 python3 - "$dir/out.json" "$out" <<'PY' || fail "the JSON report differs from the table"
@@ -66,8 +69,11 @@ rows = {r["allocator"]: r for r in json.load(open(sys.argv[1]))["rows"] if r["sc
 assert set(rows) == {"cca:default", "cca:mine"}, rows.keys()
 for a, r in rows.items():
     line = next(l for l in sys.argv[2].splitlines() if l.split()[:1] == [a])
-    f105, f110 = line.split()[8:10]
+    f105, f110 = line.split()[10:12]
     for flag, key in ((f105, "oom_at_1.05x"), (f110, "oom_at_1.10x")):
         assert flag == ("OOM" if r["extra"][key] > 0 else "ok"), (a, key, flag, r["extra"][key])
+    create, unmap = line.split()[6:8]
+    for text, key in ((create, "cuMemCreate_per_1k_events"), (unmap, "cuMemUnmap_per_1k_events")):
+        assert abs(float(text) - r["extra"][key]) < 1e-9, (a, key, text, r["extra"][key])
 PY
 echo "PASS"
