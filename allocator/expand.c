@@ -253,29 +253,35 @@ static void x_seg_unlink(cca_allocator_t *a, cca_segment_t *s)
     if (s->next) s->next->prev = s->prev;
 }
 
-/* Joins t (starting where s ends, same stream and pool) into s. */
-static void x_join(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *t)
+/* Joins segments lo and hi (hi starts where lo ends; same stream and
+ * pool) into one: the record with more bytes stays, so that the blocks
+ * and address-map chunks relabelled are the smaller part's. Returns it. */
+static cca_segment_t *x_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_t *hi)
 {
-    cca_block_t *l = x_last_block(s), *f = t->first;
-    for (cca_block_t *b = f; b; b = b->next) b->seg = s;
-    cca_bins_t *bins = s->stream->free[s->pool];
-    if (l->state == CCA_BLOCK_FREE && f->state == CCA_BLOCK_FREE) {
+    cca_segment_t *keep = lo->size >= hi->size ? lo : hi, *gone = keep == lo ? hi : lo;
+    cca_block_t *l = lo->last, *f = hi->first, *last = hi->last, *first = lo->first;
+    for (cca_block_t *b = gone->first; b; b = b->next) b->seg = keep;
+    cca_bins_t *bins = keep->stream->free[keep->pool];
+    if (l->state == CCA_BLOCK_FREE && f->state == CCA_BLOCK_FREE) {   /* l absorbs f */
         _cca_bins_remove(bins, f);
         l->next = f->next;
         if (f->next) f->next->prev = l;
         _cca_bins_rekey(bins, l, l, l->addr, l->size + f->size);
-        s->last = t->last == f ? l : t->last;
-        _cca_block_recycle(s->stream, f);
+        if (last == f) last = l;
+        _cca_block_recycle(keep->stream, f);
     } else {
         l->next = f;
         f->prev = l;
-        s->last = t->last;
     }
-    _cca_segmap_set(a, t->addr, t->size, s);
-    s->size += t->size;
-    x_seg_unlink(a, t);
-    _cca_segment_recycle(a, t);
-    _cca_stat_add(a->stats.segment, s->pool, -1);
+    _cca_segmap_set(a, gone->addr, gone->size, keep);
+    keep->addr = lo->addr;
+    keep->size = lo->size + hi->size;
+    keep->first = first;
+    keep->last = last;
+    x_seg_unlink(a, gone);
+    _cca_segment_recycle(a, gone);
+    _cca_stat_add(a->stats.segment, keep->pool, -1);
+    return keep;
 }
 
 /* Moves handle bytes between pools' reserved figures. */
@@ -400,15 +406,13 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
     size_t i = x_map_index(x, at);                    /* a new range right above one of ours: one range now */
     if (s == ns && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at - 1);
-        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at) {
-            x_join(a, t, s);
-            s = *seg = t;
-        }
+        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at)
+            s = *seg = x_join(a, t, s);
     }
     i = x_map_index(x, at + hs);                      /* and one of ours right above */
     if (i < x->nmaps && x->maps[i].addr == at + hs && !x->maps[i].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at + hs);
-        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) x_join(a, s, t);
+        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) *seg = x_join(a, s, t);
     }
     return CCA_OK;
 }
@@ -605,8 +609,9 @@ typedef struct xspot {
  * its own segments needs the fewest new bytes - at its end (a free block
  * there counts, and so does one at the start of a segment of ours right
  * above, when filling the gap between joins them), or right below its
- * start (its free first block counts; the new range joins it); joins win
- * ties. Else a new segment in the middle of the largest unmapped gap (at
+ * start (its free first block counts; the new range joins it). Filling a
+ * gap wins ties, then growing upward (the mappings' array and the
+ * driver's stay appended to at their ends). Else a new segment in the middle of the largest unmapped gap (at
  * its start when nothing lies below it); else a new reservation. */
 static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
                            cca_oom_ctx_t *ctx)
@@ -638,7 +643,7 @@ static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_
         if (!s->expandable || s->stream != st || s->pool != pool) continue;
         size_t head = s->first->state == CCA_BLOCK_FREE ? s->first->size : 0;
         size_t need = x_up(x, head < rounded ? rounded - head : 1), room = x_room_below(x, s->addr);
-        if (need <= room && need <= best) {
+        if (need <= room && need < best) {
             best = need;
             *sp = (xspot_t){ NULL, s->addr - need, need, need };
         }
@@ -873,7 +878,7 @@ void _cca_x_destroy(cca_allocator_t *a)
 {
     struct cca_xvmm *x = a->xv;
     if (!x) return;
-    for (size_t i = 0; i < x->nmaps; i++) {
+    for (size_t i = x->nmaps; i-- > 0;) {             /* from the top: a driver keeping mappings in order moves nothing */
         if (x->unmap((CUdeviceptr)x->maps[i].addr, x->maps[i].size) != CUDA_SUCCESS) x_unmap_retry(x, x->maps[i].addr, x->maps[i].size);
         x->release(x->maps[i].h);
     }

@@ -48,7 +48,7 @@ NATIVE_ENV = {"PYTORCH_CUDA_ALLOC_CONF": X_CONF} if EXPANDABLE else {}   # for n
 
 def emit(status, **figures):
     if EXPANDABLE:
-        figures.update(cca_conf=X_CONF, native_conf=X_CONF)
+        figures.update(cca_conf=X_CONF)
     figures.update(part=NAME, status=status, seconds=round(time.time() - T0, 2))
     with open(os.path.join(OUT, NAME + ".json"), "w") as f:
         json.dump(figures, f, indent=1)
@@ -199,9 +199,9 @@ import json, os, statistics, time
 os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 import torch
 MODE = "%s"
-if MODE != "native":
-    import cca.allocators.torch as t
-    t.install(conf=None if MODE == "cca" else "preset:lean")
+if not MODE.startswith("native"):
+    import cca, cca.allocators.torch as t
+    t.install(conf="preset:lean" if MODE == "lean" else None)   # None: CCA_CONF, as the variant's environment sets it
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True)
 torch.backends.cudnn.benchmark = False
@@ -222,15 +222,57 @@ for step in range(300):
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
     losses.append(loss.item())
-st = torch.cuda.memory_stats()
-print(json.dumps({"losses": losses, "median_step_ms": statistics.median(times[20:]) * 1e3,
-                  "peak_allocated": torch.cuda.max_memory_allocated(), "peak_reserved": torch.cuda.max_memory_reserved(),
-                  "device_alloc": st["num_device_alloc"], "device_free": st["num_device_free"]}))
+st = torch.cuda.memory_stats()                        # cca's under install(): torch.cuda's functions answer from cca
+r = {"losses": losses, "median_step_ms": statistics.median(times[20:]) * 1e3,
+     "peak_allocated": torch.cuda.max_memory_allocated(), "peak_reserved": torch.cuda.max_memory_reserved(),
+     "device_alloc": st["num_device_alloc"], "device_free": st["num_device_free"],
+     "expandable_segments": any(seg.get("is_expandable") for seg in torch.cuda.memory_snapshot())}
+if not MODE.startswith("native"):                     # not in memory_stats(), which has exactly torch's keys
+    raw = cca._stats(None)
+    r.update(handle_create=int(raw.num_handle_create), handle_release=int(raw.num_handle_release))
+print(json.dumps(r))
 '''
-    runs = {m: run_child(code % m) for m in ("native", "cca", "lean")}
-    same = runs["native"]["losses"] == runs["cca"]["losses"] == runs["lean"]["losses"]
+    # Each variant's allocator settings, whatever this process's environment holds.
+    variants = {"native": ("", ""), "cca": ("", ""), "lean": ("", ""),
+                "cca_expandable": (X_CONF, ""), "native_expandable": ("", X_CONF)}
+    runs = {m: run_child(code % m, env={"CCA_CONF": c, "PYTORCH_CUDA_ALLOC_CONF": n})
+            for m, (c, n) in variants.items()}
+    differ = sorted(m for m, r in runs.items() if r["losses"] != runs["native"]["losses"])
     summary = {m: {k: v for k, v in r.items() if k != "losses"} for m, r in runs.items()}
-    emit("ok" if same else "failed", identical_losses=same, final_loss=runs["native"]["losses"][-1], **summary)
+    wrong = sorted(m for m, r in runs.items() if r["expandable_segments"] != m.endswith("_expandable"))
+    ok = not differ and not wrong and runs["cca_expandable"]["handle_create"] > 0
+    emit("ok" if ok else "failed", identical_losses=not differ, losses_differ_from_native=differ,
+         expandable_segments_wrong=wrong, final_loss=runs["native"]["losses"][-1], variants=list(variants), **summary)
+
+if PART == "bench":
+    exe = os.environ.get("CCA_BENCH", "")
+    if not os.access(exe, os.X_OK):
+        emit("failed", reason="no cca-bench at CCA_BENCH=%r" % exe)
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "bench.json")
+    cmd = [exe, "--quick", "--reps", "1", "--scenario", "replay", "--scenario", "multistream", "--scenario", "mixed",
+           "--alloc", "cca:default", "--alloc", "cca:x", "--cca", "x=" + X_CONF, "--json", path]
+    p = subprocess.run(cmd, capture_output=True, text=True)       # the time limit is gpu-check's
+    print(p.stdout)                                   # the tables, in OUTDIR/bench.log
+    print(p.stderr, file=sys.stderr)
+    if p.returncode != 0 or not os.path.exists(path):
+        emit("failed", command=" ".join(cmd), rc=p.returncode, stderr=p.stderr[-3000:])
+    with open(path) as f:
+        data = json.load(f)
+    rows = []
+    for r in data["rows"]:
+        if r["scenario"] == "goal":                   # targets for the benchmark, not checks
+            continue
+        row = {k: r[k] for k in ("scenario", "case", "allocator", "unit", "median", "error")}
+        row["calls_per_op"] = (r.get("calls_per_op") or {}).get("total")
+        row.update(r.get("extra") or {})
+        rows.append(row)
+    bad = [r for r in rows if r["error"] or r.get("check_failed") or r.get("check_failures") or r.get("traces_failed")]
+    labels = sorted({r["allocator"] for r in rows})
+    ok = not bad and "cca:x" in labels and "cca:default" in labels
+    emit("ok" if ok else "failed", command=" ".join(cmd[1:-2]), runtime=data["meta"].get("runtime"),
+         allocators=labels, replay_traces=len({r["case"] for r in rows if r["scenario"] == "replay"}),
+         failed_rows=[(r["scenario"], r["case"], r["allocator"], r["error"]) for r in bad], rows=rows)
 
 if PART == "cupy":
     need_torch()
@@ -361,6 +403,7 @@ out["actions"] = {a: sum(1 for e in tr if e["action"] == a) for a in sorted({e["
 out["alloc_sizes"] = sorted(e["size"] for e in tr if e["action"] == "alloc")
 out["settings_keys"] = sorted(data.get("allocator_settings", {}))
 out["segments"] = len(data["segments"])
+out["expandable_segments"] = any(s.get("is_expandable") for s in data["segments"])
 print(json.dumps(out))
 '''
     import tempfile
@@ -378,8 +421,9 @@ print(json.dumps(out))
     n, c = res["native"], res["cca"]
     ran = all(r[cmd]["rc"] == 0 for r in (n, c) for cmd in ("stats", "trace"))
     same_allocs = n["alloc_sizes"] == c["alloc_sizes"]
-    emit("ok" if ran and same_allocs and c["segments_lines"] > 0 else "failed",
-         viewer_ran_on_both=ran, alloc_sizes_equal=same_allocs,
+    expandable = (n["expandable_segments"], c["expandable_segments"])
+    emit("ok" if ran and same_allocs and c["segments_lines"] > 0 and (all(expandable) or not EXPANDABLE) else "failed",
+         viewer_ran_on_both=ran, alloc_sizes_equal=same_allocs, expandable_segments=expandable,
          actions_native=n["actions"], actions_cca=c["actions"],
          stats_lines=(n["stats"]["lines"], c["stats"]["lines"]), trace_lines=(n["trace"]["lines"], c["trace"]["lines"]),
          segments_lines=(n["segments_lines"], c["segments_lines"]), segments=(n["segments"], c["segments"]),
