@@ -199,6 +199,31 @@ void _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx)
     ctx->captured = true;
 }
 
+/* free_pages, and whether expandable segments would have served the
+ * request (a cache without them): its 2 MiB pages, with the whole pages
+ * inside free blocks of any stream unmapped and mapped anew, fit in those
+ * pages and what the device (and the cap) still give. */
+static void oomfig_pages(const cca_allocator_t *a, cca_oom_report_t *r)
+{
+    size_t pages = 0;
+    for (const cca_segment_t *s = a->segments; s; s = s->next)
+        for (const cca_block_t *b = s->first; b; b = b->next) {
+            if (b->state != CCA_BLOCK_FREE) continue;
+            uintptr_t lo = (b->addr + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE * CCA_ROUND_LARGE;
+            uintptr_t hi = (b->addr + b->size) / CCA_ROUND_LARGE * CCA_ROUND_LARGE;
+            if (hi > lo) pages += hi - lo;
+        }
+    r->free_pages = pages;
+    if (a->xv || (!r->cap_refused && !r->device_refused)) return;   /* it has them, or neither refused */
+    size_t room = r->device_free;
+    if (r->cap) {
+        size_t cap_room = r->cap > r->reserved ? r->cap - r->reserved : 0;
+        if (cap_room < room) room = cap_room;
+    }
+    size_t need = _cca_round_up_2m(r->rounded);
+    r->expandable_fits = need <= r->device_total && need <= pages + room;
+}
+
 /* The tags holding the most allocated bytes, once anything was ever tagged
  * (untagged blocks count as tag 0). */
 static void oomfig_holders(const cca_allocator_t *a, cca_oom_report_t *r)
@@ -307,6 +332,7 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     for (cca_stream_t *t = a->streams; t; t = t->next)
         if (t->key == key) st = t;
     r->largest_fit = _cca_largest_fit(a, st, avail);
+    oomfig_pages(a, r);
     oomfig_stranded(a, st, r);
     oomfig_holders(a, r);
 }

@@ -455,7 +455,9 @@ typedef enum cca_oom_verdict {
     X(size_t, need_stranded, , "bytes the request would need from other streams' cache (see the verdict's rules)") \
     X(int, n_stranded, , "how many of stranded_streams are set") \
     X(cudaStream_t, stranded_streams, [CCA_OOM_HOLDERS], "the other streams caching the most free bytes, most first") \
-    X(size_t, stranded_bytes, [CCA_OOM_HOLDERS], "their free cached bytes")
+    X(size_t, stranded_bytes, [CCA_OOM_HOLDERS], "their free cached bytes") \
+    X(size_t, free_pages, , "of free_cached, the bytes in whole 2 MiB pages (any stream): what expandable segments could map anew") \
+    X(int, expandable_fits, , "1: a cache without expandable segments would have served it with them (expandable_segments:True)")
 typedef struct cca_oom_report { CCA_OOM_REPORT_FIELDS(CCA_MEMBER_) } cca_oom_report_t;
 
 typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);

@@ -129,6 +129,10 @@ static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
     if (!r->need_cap && !r->need_external && !r->need_cached && !r->need_live)
         oom_put(&t, ", yet the device refused it: its free memory is in pieces");
     oom_put(&t, "; largest request that fits now: %s", _cca_fmt_bytes(r->largest_fit, b[0]));
+    if (r->expandable_fits) {
+        oom_put(&t, "; expandable_segments:True would fit it");   /* it maps only the request's own 2 MiB pages */
+        if (r->free_pages) oom_put(&t, " (%s free in whole 2 MiB pages)", _cca_fmt_bytes(r->free_pages, b[0]));
+    }
     if (r->verdict != CCA_OOM_FRAGMENTED || !r->need_cached) return;
     if (max_split == SIZE_MAX && r->rounded > CCA_LARGE_BUFFER)
         oom_put(&t, "; max_split_size_mb:%zu keeps blocks this large whole", r->rounded >> 20);

@@ -88,8 +88,11 @@ Test(oom_report, scattered_holes_are_fragmented)
     cr_assert(r.device_refused && !r.cap_refused);
     cr_assert_eq(r.seq, 1);
     cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 1.00 MiB free on the device: 30.00 MiB cached free, "
-                               "largest block 2.00 MiB; largest request that fits now: 0 B; "
+                               "largest block 2.00 MiB; largest request that fits now: 0 B; expandable_segments:True would fit it "
+                     "(30.00 MiB free in whole 2 MiB pages); "
                                "free the allocations between free blocks, or allocate long-lived buffers first");
+    cr_assert_eq(r.free_pages, 30 * MiB);
+    cr_assert_eq(r.expandable_fits, 1);
     char *t = text_of(&r);
     cr_assert_eq(lines(t), 3, "%s", t);
     ASSERT_HAS(t, "cca: out of memory on device 0: 4.00 MiB requested (4.00 MiB rounded, large pool, stream 0): fragmented\n");
@@ -135,7 +138,8 @@ Test(oom_report, new_segment_larger_than_device_free_is_exhausted_when_nothing_i
     cr_assert_eq(r.need_live, 2 * MiB);
     cr_assert_eq(r.largest_fit, 1 * MiB, "1 MiB + 512 B takes a 20 MiB segment too");
     cr_assert_str_eq(r.advice, "needs a new 20.00 MiB segment, 18.00 MiB free on the device: free 2.00 MiB of live "
-                               "allocations or lower the batch size; largest request that fits now: 1.00 MiB");
+                               "allocations or lower the batch size; largest request that fits now: 1.00 MiB; "
+                     "expandable_segments:True would fit it");
     free_ok(a, alloc_ok(a, 18 * MiB, NULL));
     free_ok(a, p);
     finish(a);

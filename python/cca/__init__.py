@@ -30,7 +30,7 @@ __all__ = [
     "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
     "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor", "tag", "tag_name",
-    "record_history", "history", "snapshot", "dump_snapshot",
+    "record_history", "history", "snapshot", "dump_snapshot", "expandable_stats",
 ]
 
 _STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -187,6 +187,18 @@ def memory_stats_as_nested_dict(device=None):
     out["oversize_allocations"] = _stat_dict(s.oversize_allocations)
     out["oversize_segments"] = _stat_dict(s.oversize_segments)
     return out
+
+
+def expandable_stats(device=None):
+    """What expandable segments (expandable_segments:True) add to memory_stats():
+    num_handle_create / num_handle_release (cuMemCreate / cuMemRelease),
+    unmapped_bytes (handles held unmapped, part of reserved_bytes) and, as
+    there, num_device_alloc / num_device_free (cuMemMap / cuMemUnmap with
+    expandable segments, cudaMalloc / cudaFree without)."""
+    s = _stats(device)
+    return {"num_handle_create": int(s.num_handle_create), "num_handle_release": int(s.num_handle_release),
+            "unmapped_bytes": _stat_dict(s.unmapped_bytes), "num_device_alloc": int(s.num_device_alloc),
+            "num_device_free": int(s.num_device_free)}
 
 
 def memory_stats(device=None):

@@ -3,6 +3,7 @@ figures equal to the C library's for the same allocations, the four
 verdicts, the ctypes layouts against C's own, the hook library loaded by
 path as torch loads it."""
 import ctypes
+import os
 import subprocess
 import sys
 
@@ -308,7 +309,7 @@ def test_ctypes_layouts_read_what_c_wrote(probe, name):
             if field in TORCH_STATS:
                 for j in range(3):
                     _check_stat(v[j], i * 100 + j * 10)
-            elif field.startswith("oversize"):
+            elif field.startswith("oversize") or field == "unmapped_bytes":
                 _check_stat(v, i * 100)
             else:
                 assert v == i * 1000 + 1, field
@@ -340,8 +341,24 @@ def test_config_keys_and_errors(sim):
     keys = cca.config_keys()
     assert set(keys) == {"max_split_size_mb", "roundup_power2_divisions", "garbage_collection_threshold",
                          "memory_fraction", "memory_limit_mb", "release_before_grow", "segment_growth_percent",
-                         "preset"}
+                         "expandable_segments", "preset"}
     assert keys["preset"][2] == "pytorch"
     with pytest.raises(ValueError, match="in use"):
         cca.configure("preset:lean")                  # the allocators of this process exist already
     assert issubclass(cca.OutOfMemoryError, MemoryError) and issubclass(cca.OutOfMemoryError, RuntimeError)
+
+
+def test_expandable_segments_in_a_fresh_process(sim):
+    """CCA_CONF=expandable_segments:True: torch's names answer from cca (a map
+    is a device allocation, as in torch), and expandable_stats() adds the
+    handles: one 30 MiB handle, then empty_cache unmaps and releases it."""
+    code = ("import cca, sys; sys.path.insert(0, 'tests'); from cmem import c_malloc, c_free\n"
+            "p = c_malloc(0, 30 << 20); s = cca.memory_stats(0); x = cca.expandable_stats(0)\n"
+            "print(s['reserved_bytes.all.current'], s['num_device_alloc'], s['segment.all.current'],"
+            " x['num_handle_create'], x['unmapped_bytes']['current'])\n"
+            "c_free(0, p); cca.empty_cache(); x = cca.expandable_stats(0)\n"
+            "print(cca.memory_reserved(0), x['num_device_free'], x['num_handle_release'])")
+    env = dict(os.environ, CCA_CONF="expandable_segments:True")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout.split()
+    assert out == [str(30 * MiB), "1", "1", "1", "0", "0", "1", "1"]
