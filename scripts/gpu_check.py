@@ -228,8 +228,8 @@ r = {"losses": losses, "median_step_ms": statistics.median(times[20:]) * 1e3,
      "device_alloc": st["num_device_alloc"], "device_free": st["num_device_free"],
      "expandable_segments": any(seg.get("is_expandable") for seg in torch.cuda.memory_snapshot())}
 if not MODE.startswith("native"):                     # not in memory_stats(), which has exactly torch's keys
-    raw = cca._stats(None)
-    r.update(handle_create=int(raw.num_handle_create), handle_release=int(raw.num_handle_release))
+    x = cca.expandable_stats()
+    r.update(handle_create=x["num_handle_create"], handle_release=x["num_handle_release"])
 print(json.dumps(r))
 '''
     # Each variant's allocator settings, whatever this process's environment holds.

@@ -553,7 +553,7 @@ def _allocator_settings():
         "PYTORCH_CUDA_ALLOC_CONF": conf,
         "max_split_size": -1 if mss == ctypes.c_size_t(-1).value else mss,
         "garbage_collection_threshold": float(c.garbage_collection_threshold),
-        "expandable_segments": False,
+        "expandable_segments": bool(c.expandable_segments),
         "pinned_num_register_threads": 1,
         "release_lock_on_cudamalloc": False,
         "pinned_use_cuda_host_register": False,
