@@ -576,8 +576,8 @@ typedef enum cca_history_action {
     CCA_HISTORY_ALLOC = 1,              /* "alloc" */
     CCA_HISTORY_FREE_REQUESTED,         /* "free_requested": cca_free */
     CCA_HISTORY_FREE_COMPLETED,         /* "free_completed": back in the cache */
-    CCA_HISTORY_SEGMENT_ALLOC,          /* "segment_alloc": cudaMalloc */
-    CCA_HISTORY_SEGMENT_FREE,           /* "segment_free": cudaFree */
+    CCA_HISTORY_SEGMENT_ALLOC,          /* "segment_alloc": cudaMalloc (expandable segments: a handle mapped) */
+    CCA_HISTORY_SEGMENT_FREE,           /* "segment_free": cudaFree (expandable segments: a handle unmapped) */
     CCA_HISTORY_OOM,                    /* "oom": a request failed */
 } cca_history_action_t;
 
