@@ -230,7 +230,7 @@ static bool config_preset_sets(const char *name, int k)
 {
     if (!strcmp(name, "pytorch")) return k != K_preset;
     if (!strcmp(name, "expandable")) return k == K_expandable_segments;
-    return k == K_release_before_grow || k == K_max_split_size_mb || k == K_segment_growth_percent;
+    return k == K_release_before_grow || k == K_max_split_size_mb;
 }
 
 static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
@@ -299,7 +299,6 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         } else {
             c->release_before_grow = 1;
             c->max_split_size = CCA_LEAN_MAX_SPLIT;
-            c->segment_growth_percent = CCA_LEAN_GROWTH_PERCENT;
         }
         break;
     }

@@ -22,8 +22,9 @@
  *
  * When handles are unmapped: not on free (that would make calls on every
  * cycle), but when memory runs short - before a growth fails for the
- * device or the cap (after waiting for pending frees), and before one
- * would raise the reserved peak with release_before_grow - and on
+ * device or the cap (after waiting for pending frees), and (the growing
+ * stream's own) before one would raise the reserved peak with
+ * release_before_grow - and on
  * cca_empty_cache, which also releases what is held. Released, too, on
  * the paths that return whole segments (garbage collection, a retired
  * stream's segments).
@@ -513,14 +514,14 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
 }
 
 /* Unmaps every handle that lies wholly inside a free block of an
- * expandable segment (of `only`'s segment alone when only is not NULL),
- * holding the handles. */
-static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only)
+ * expandable segment (of `only`'s segment alone when only is not NULL; of
+ * stream st's segments alone when st is not NULL), holding the handles. */
+static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stream_t *st)
 {
     struct cca_xvmm *x = a->xv;
     for (cca_segment_t *s = only ? only : a->segments, *next; s; s = next) {
         next = only ? NULL : s->next;
-        if (!s->expandable) continue;
+        if (!s->expandable || (st && s->stream != st)) continue;
         cca_block_t *b = s->first;
         while (b) {
             size_t mi = b->state == CCA_BLOCK_FREE ? x_map_index(x, b->addr) : x->nmaps;
@@ -582,7 +583,7 @@ bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
 {
     size_t from = a->xv->nheld;
     uintptr_t lo = seg->addr, hi = seg->addr + seg->size;
-    x_unmap_free(a, seg);
+    x_unmap_free(a, seg, NULL);
     x_release_held(a, from);
     for (cca_segment_t *s = a->segments; s; s = s->next)   /* anything left of it: a handle the driver kept */
         if (s->expandable && s->addr >= lo && s->addr < hi) return false;
@@ -592,7 +593,7 @@ bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
 void _cca_x_release_cached(cca_allocator_t *a)
 {
     x_retry_strays(a);
-    x_unmap_free(a, NULL);
+    x_unmap_free(a, NULL, NULL);
     x_release_held(a, 0);
 }
 
@@ -797,7 +798,7 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
     }
     if (a->cfg.release_before_grow &&
         (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high)
-        x_unmap_free(a, NULL);                        /* reuse what is cached before the peak grows */
+        x_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
     cca_status_t s = x_try(a, st, pool, ctx, out);
     for (int rung = 0; rung < 2 && s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed; rung++) {
         cca_oom_ctx_t again = *ctx;
@@ -806,7 +807,7 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
             a->stats.num_alloc_retries++;
             _cca_sync_pending(a);
             x_retry_strays(a);
-            x_unmap_free(a, NULL);
+            x_unmap_free(a, NULL, NULL);
         } else {
             if (!a->xv->nheld) break;
             x_release_held(a, 0);

@@ -243,25 +243,29 @@ static void segment_garbage_collect(cca_allocator_t *a)
     }
 }
 
-/* The largest fully free segment, or NULL. */
-static cca_segment_t *segment_largest_unused(cca_allocator_t *a)
+/* The largest fully free segment of stream st, or NULL. */
+static cca_segment_t *segment_largest_unused(cca_allocator_t *a, const cca_stream_t *st)
 {
     cca_segment_t *best = NULL;
     for (cca_segment_t *s = a->segments; s; s = s->next)
-        if (segment_unused(s) && (!best || s->size > best->size)) best = s;
+        if (s->stream == st && segment_unused(s) && (!best || s->size > best->size)) best = s;
     return best;
 }
 
-/* release_before_grow: a new segment of `need` bytes would raise the
- * reserved peak; return unused cached segments, largest first, so that the
- * peak grows only by what live blocks and their layout require. */
-static void segment_release_for_peak(cca_allocator_t *a, size_t need)
+/* release_before_grow: a new segment of `need` bytes for stream st would
+ * raise the reserved peak; return st's unused cached segments, largest
+ * first, so that the peak grows only by what live blocks and their layout
+ * require. Only st's own: another stream's cache is what that stream needs
+ * again in its next step, and without expandable segments moving memory
+ * between streams costs a cudaFree and a cudaMalloc each time (thrash); the
+ * OOM path still releases every stream's. */
+static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st, size_t need)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (reserved + need <= a->reserved_high) return;
     size_t excess = reserved + need - a->reserved_high, released = 0;
     cca_segment_t *s;
-    while (released < excess && (s = segment_largest_unused(a))) {
+    while (released < excess && (s = segment_largest_unused(a, st))) {
         size_t sz = s->size;
         if (!_cca_release_segment(a, s)) break;
         released += sz;
@@ -323,7 +327,7 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
     size_t standard = ctx->alloc_size;
     bool policies = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
     size_t grown = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN);   /* sized before anything is released */
-    if (a->cfg.release_before_grow) segment_release_for_peak(a, grown);
+    if (a->cfg.release_before_grow) segment_release_for_peak(a, st, grown);
     cca_status_t s = CCA_ERROR_OUT_OF_MEMORY;
     for (int rung = 0; rung < CCA_RUNG_COUNT; rung++) {
         size_t size = rung == CCA_RUNG_GROWN ? grown : _cca_segment_size(a, pool, ctx->rounded, (cca_rung_t)rung);

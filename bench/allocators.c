@@ -10,7 +10,7 @@
  * "default" first: the ratios and goals are computed for every entry. */
 static const struct { const char *name, *conf; } cca_configs[] = {
     {"default", ""},
-    {"lean", "preset:lean"},       /* release_before_grow, max_split_size_mb:128, segment_growth_percent:10 */
+    {"lean", "preset:lean"},       /* release_before_grow, max_split_size_mb:128 */
     {"expandable", "preset:expandable"},   /* expandable_segments:True */
 };
 

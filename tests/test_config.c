@@ -275,6 +275,9 @@ Test(config, presets_are_refined_by_later_keys)
     cr_assert_eq(cca_config_parse(&c, "preset:lean,max_split_size_mb:256", err, sizeof err), CCA_OK, "%s", err);
     cr_assert_eq(c.max_split_size, 256 * MiB);
     cr_assert_eq(c.release_before_grow, 1);
+    cr_assert_eq(c.segment_growth_percent, 0);
+    cr_assert_eq(cca_config_parse(&c, "preset:lean,segment_growth_percent:10", err, sizeof err), CCA_OK,
+                 "lean does not set the growth: %s", err);
     cr_assert_eq(c.segment_growth_percent, 10);
     cr_assert_eq(cca_config_parse(&c, "memory_limit_mb:64,preset:lean", err, sizeof err), CCA_OK,
                  "lean does not set the cap: %s", err);

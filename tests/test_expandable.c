@@ -203,6 +203,35 @@ Test(expandable, memory_moves_between_streams)
     finish(a);
 }
 
+/* release_before_grow unmaps the growing stream's own free handles before
+ * the reserved peak would grow, never another stream's: moving them would
+ * cost an unmap and a map on both sides every step (thrash). */
+Test(expandable, release_before_grow_unmaps_the_streams_own)
+{
+    cudaStream_t s1;
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    cca_allocator_t *a = make_alloc("expandable_segments:True,release_before_grow:True");
+    void *p = alloc_ok(a, 20 * MiB, s1), *q = alloc_ok(a, 20 * MiB, 0);
+    free_ok(a, p);
+    free_ok(a, q);                                    /* 20 MiB free on each stream, 40 the peak */
+    void *r = alloc_ok(a, 30 * MiB, 0);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 1, "the default stream's handle, not s1's");
+    cr_assert_eq(s.num_handle_release, 0);
+    ASSERT_STAT(s, segment, CCA_POOL_ALL, 2);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 50 * MiB);
+    cr_assert_eq(s.unmapped_bytes.current, 0, "the unmapped handle is mapped again");
+    check_x(a);
+    void *t = alloc_ok(a, 20 * MiB, s1);              /* s1's cache is still there */
+    cr_assert_eq(t, p);
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 1);
+    free_ok(a, t);
+    free_ok(a, r);
+    finish_x(a);
+    cudaStreamDestroy(s1);
+}
+
 /* Reservations are per device: 16 streams x 2 pools share one. */
 Test(expandable, one_reservation_for_many_streams)
 {

@@ -31,6 +31,36 @@ Test(policy, release_before_grow_keeps_the_reserved_peak)
     finish(a);
 }
 
+/* Only the growing stream's own cache goes: another stream's is what that
+ * stream needs again next step, and moving it would cost a cudaFree and a
+ * cudaMalloc every time. */
+Test(policy, release_before_grow_leaves_other_streams_cache)
+{
+    cca_allocator_t *a = make_alloc("release_before_grow:true");
+    cudaStream_t s2;
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    void *x = alloc_ok(a, 12 * MiB, s2), *y = alloc_ok(a, 12 * MiB, NULL);
+    free_ok(a, x);                              /* 12 MiB cached on s2 */
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* past the 24 MiB peak: s2's cache stays */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 0);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 38 * MiB);
+    free_ok(a, y);                              /* 12 MiB cached on the default stream */
+    void *w = alloc_ok(a, 16 * MiB, NULL);      /* past the 38 MiB peak: its own 12 MiB segment goes */
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 1);
+    cr_assert_eq(s.num_device_alloc, 4);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 42 * MiB);
+    void *v = alloc_ok(a, 12 * MiB, s2);        /* s2's cache serves s2 */
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_alloc, 4);
+    free_ok(a, v);
+    free_ok(a, w);
+    free_ok(a, z);
+    finish(a);
+    cr_assert_eq(cudaStreamDestroy(s2), cudaSuccess);
+}
+
 Test(policy, without_the_policy_the_cache_is_kept)
 {
     cca_allocator_t *a = make_alloc("");
@@ -111,7 +141,7 @@ Test(policy, preset_parsing)
     cr_assert_eq(cca_config_parse(&c, "preset:lean", err, sizeof err), CCA_OK, "%s", err);
     cr_assert_eq(c.release_before_grow, 1);
     cr_assert_eq(c.max_split_size, 128 * MiB);
-    cr_assert_eq(c.segment_growth_percent, 10);
+    cr_assert_eq(c.segment_growth_percent, 0);
     cr_assert_eq(cca_config_parse(&c, "preset:lean,max_split_size_mb:256,release_before_grow:False", err, sizeof err), CCA_OK);
     cr_assert_eq(c.max_split_size, 256 * MiB);
     cr_assert_eq(c.release_before_grow, 0);
