@@ -243,12 +243,28 @@ static void segment_garbage_collect(cca_allocator_t *a)
     }
 }
 
-/* The largest fully free segment of stream st, or NULL. */
-static cca_segment_t *segment_largest_unused(cca_allocator_t *a, const cca_stream_t *st)
+/* Bytes of fully free segments, all streams (all locked: the figures are
+ * exact). A segment of one free block is neither active nor a split
+ * segment's inactive part, so these are what is left of reserved. */
+static size_t segment_unused_bytes(const cca_allocator_t *a)
+{
+    const cca_stats_t *s = &a->stats;
+    return (size_t)(s->reserved_bytes[CCA_POOL_ALL].current - s->active_bytes[CCA_POOL_ALL].current -
+                    s->inactive_split_bytes[CCA_POOL_ALL].current - s->unmapped_bytes.current);
+}
+
+/* The largest fully free segment of stream st, or NULL; `unused`: the
+ * bytes of every stream's fully free segments, so the walk stops once it
+ * has seen them all. */
+static cca_segment_t *segment_largest_unused(cca_allocator_t *a, const cca_stream_t *st, size_t unused)
 {
     cca_segment_t *best = NULL;
-    for (cca_segment_t *s = a->segments; s; s = s->next)
-        if (s->stream == st && segment_unused(s) && (!best || s->size > best->size)) best = s;
+    size_t seen = 0;
+    for (cca_segment_t *s = a->segments; s && seen < unused; s = s->next) {
+        if (!segment_unused(s)) continue;
+        seen += s->size;
+        if (s->stream == st && (!best || s->size > best->size)) best = s;
+    }
     return best;
 }
 
@@ -263,12 +279,13 @@ static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st,
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (reserved + need <= a->reserved_high) return;
-    size_t excess = reserved + need - a->reserved_high, released = 0;
+    size_t excess = reserved + need - a->reserved_high, released = 0, unused = segment_unused_bytes(a);
     cca_segment_t *s;
-    while (released < excess && (s = segment_largest_unused(a, st))) {
+    while (released < excess && unused && (s = segment_largest_unused(a, st, unused))) {
         size_t sz = s->size;
         if (!_cca_release_segment(a, s)) break;
         released += sz;
+        unused -= sz;
     }
 }
 

@@ -144,7 +144,59 @@ static void comm_step(gen_t *g, bench_rng_t *r, const long long *cm)
     release(g, bucket[0]);
 }
 
-static const char *const kinds[] = {"multistream-offload", "multistream-comm"};
+#define PIPE_PREFETCH 8
+
+/* Ten streams, as a large model trained with offloading: each layer's four
+ * weights (their sizes fixed by the layer's shapes) prefetched on one of
+ * eight streams and used by the compute stream, freed one layer later;
+ * each layer's activation copied out to the host on an offload stream
+ * (used there, then freed) and copied back in backward (allocated on the
+ * offload stream, used by the compute stream); a small residual kept on
+ * the compute stream from forward to backward. side[0..7]: prefetch,
+ * side[8]: offload. */
+static void pipeline_step(gen_t *g, bench_rng_t *r, const long long *side)
+{
+    static const uint64_t shapes[4] = {24 * MIB, 8 * MIB, 22 * MIB, 22 * MIB};
+    double seq = 0.5 + 1.5 * bench_rng_unit(r);
+    const long long off = side[PIPE_PREFETCH];
+    uint32_t w[LAYERS][4], res[LAYERS];
+    for (int l = 0; l < LAYERS; l++) {                 /* forward */
+        for (int k = 0; k < 4; k++) {
+            w[l][k] = alloc(g, shapes[k], side[l % PIPE_PREFETCH]);
+            record(g, w[l][k], 0);
+        }
+        uint32_t act = alloc(g, tensor(r, 12 * MIB, seq * 0.9, seq * 1.1), 0);
+        uint32_t tmp = alloc(g, tensor(r, 24 * MIB, seq * 0.8, seq * 1.2), 0);
+        release(g, tmp);
+        res[l] = alloc(g, tensor(r, 2 * MIB, seq * 0.9, seq * 1.1), 0);
+        record(g, act, off);                           /* copied out to the host */
+        release(g, act);
+        if (l >= 1)
+            for (int k = 0; k < 4; k++)
+                release(g, w[l - 1][k]);
+    }
+    for (int k = 0; k < 4; k++)
+        release(g, w[LAYERS - 1][k]);
+    for (int l = LAYERS - 1; l >= 0; l--) {            /* backward */
+        for (int k = 0; k < 4; k++) {
+            w[l][k] = alloc(g, shapes[k], side[l % PIPE_PREFETCH]);
+            record(g, w[l][k], 0);
+        }
+        uint32_t act = alloc(g, tensor(r, 12 * MIB, seq * 0.9, seq * 1.1), off);   /* copied back in */
+        record(g, act, 0);
+        uint32_t grad = alloc(g, tensor(r, 12 * MIB, seq * 0.9, seq * 1.1), 0);
+        release(g, act);
+        release(g, res[l]);
+        release(g, grad);
+        if (l + 1 < LAYERS)
+            for (int k = 0; k < 4; k++)
+                release(g, w[l + 1][k]);
+    }
+    for (int k = 0; k < 4; k++)
+        release(g, w[0][k]);
+}
+
+static const char *const kinds[] = {"multistream-offload", "multistream-comm", "multistream-pipeline"};
 
 size_t multistream_count(void) { return sizeof kinds / sizeof kinds[0]; }
 
@@ -158,8 +210,9 @@ int multistream_trace(size_t kind, unsigned steps, trace_t *t)
     snprintf(t->name, sizeof t->name, "%s", kinds[kind]);
     snprintf(t->path, sizeof t->path, "(synthetic) %s", kinds[kind]);
     const long long pf[PREFETCH] = {11, 12, 13, 14}, cm[COMM] = {21, 22};
-    const long long *side = kind == 0 ? pf : cm;
-    size_t n_side = kind == 0 ? PREFETCH : COMM;
+    const long long pipe[PIPE_PREFETCH + 1] = {31, 32, 33, 34, 35, 36, 37, 38, 39};
+    const long long *side = kind == 0 ? pf : kind == 1 ? cm : pipe;
+    size_t n_side = kind == 0 ? PREFETCH : kind == 1 ? COMM : PIPE_PREFETCH + 1;
     t->stream_ids = calloc(n_side + 1, sizeof *t->stream_ids);
     if (!t->stream_ids) {
         snprintf(t->error, sizeof t->error, "out of host memory");
@@ -176,7 +229,7 @@ int multistream_trace(size_t kind, unsigned steps, trace_t *t)
         for (int i = 0; i < 2; i++)
             state[i] = alloc(&g, 512 * MIB, 0);
     for (unsigned s = 0; s < steps && !g.failed; s++)
-        (kind == 0 ? offload_step : comm_step)(&g, &r, side);
+        (kind == 0 ? offload_step : kind == 1 ? comm_step : pipeline_step)(&g, &r, side);
     if (kind == 1)
         for (int i = 0; i < 2; i++)
             release(&g, state[i]);

@@ -12,7 +12,9 @@
 
 /* How many workloads there are: 0 "multistream-offload" (weights
  * prefetched on four streams, used on the compute stream), 1
- * "multistream-comm" (gradient buckets on two communication streams). */
+ * "multistream-comm" (gradient buckets on two communication streams), 2
+ * "multistream-pipeline" (ten streams: weights prefetched on eight,
+ * activations offloaded to the host and back on one). */
 size_t multistream_count(void);
 
 /* Workload `kind` over `steps` training steps into *t (trace_free it);

@@ -145,7 +145,8 @@ void scen_multistream(const bench_opts_t *o)
 {
     unsigned steps = o->quick ? 3 : 12;
     printf("\n== multistream: synthetic training steps on several streams (compute on the default stream;\n"
-           "   weights prefetched on four streams, or gradient buckets on two communication streams,\n"
+           "   weights prefetched on four streams, gradient buckets on two communication streams, or ten\n"
+           "   streams: weights prefetched on eight, activations offloaded and brought back on one;\n"
            "   used by the compute stream through record_stream), %u steps each ==\n", steps);
     size_t n = multistream_count();
     char **names = calloc(n + 1, sizeof *names);
