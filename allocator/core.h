@@ -72,6 +72,7 @@ bool         _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg);
 void         _cca_segments_destroy(cca_allocator_t *a);    /* frees the recycled segment records */
 void         _cca_release_cached(cca_allocator_t *a);
 cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+bool         _cca_trim_plentiful(cca_allocator_t *a);  /* release_before_grow acts: free >= CCA_TRIM_PLENTY x held */
 
 cca_segment_t *_cca_segment_new(cca_allocator_t *a);                  /* a record, recycled or new; NULL: no host memory */
 void           _cca_segment_recycle(cca_allocator_t *a, cca_segment_t *seg);

@@ -23,8 +23,8 @@
  * When handles are unmapped: not on free (that would make calls on every
  * cycle), but when memory runs short - before a growth fails for the
  * device or the cap (after waiting for pending frees), and (the growing
- * stream's own) before one would raise the reserved peak with
- * release_before_grow - and on
+ * stream's own, while memory is plentiful: _cca_trim_plentiful) before one
+ * would raise the reserved peak with release_before_grow - and on
  * cca_empty_cache, which also releases what is held. Released, too, on
  * the paths that return whole segments (garbage collection, a retired
  * stream's segments).
@@ -797,7 +797,8 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
         return _cca_fail(CCA_ERROR_CUDA, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
     }
     if (a->cfg.release_before_grow &&
-        (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high)
+        (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high &&
+        _cca_trim_plentiful(a))
         x_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
     cca_status_t s = x_try(a, st, pool, ctx, out);
     for (int rung = 0; rung < 2 && s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed; rung++) {

@@ -268,17 +268,46 @@ static cca_segment_t *segment_largest_unused(cca_allocator_t *a, const cca_strea
     return best;
 }
 
+/* Whether memory is plentiful for release_before_grow: the device's free
+ * memory (or the cap's room, if less) at least CCA_TRIM_PLENTY times what
+ * cca holds, on cca's device. (Locked; a failed query counts as not
+ * plentiful.) */
+bool _cca_trim_plentiful(cca_allocator_t *a)
+{
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
+    size_t dev_free = 0, dev_total = 0;
+    dev_guard_t g;
+    cudaError_t e = _cca_device_enter(a, &g);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&dev_free, &dev_total);
+    _cca_device_leave(&g);
+    if (e != cudaSuccess) {
+        _cca_clear_error();
+        return false;
+    }
+    size_t avail = dev_free < cap_room ? dev_free : cap_room;
+    return avail / CCA_TRIM_PLENTY >= reserved;
+}
+
 /* release_before_grow: a new segment of `need` bytes for stream st would
  * raise the reserved peak; return st's unused cached segments, largest
  * first, so that the peak grows only by what live blocks and their layout
- * require. Only st's own: another stream's cache is what that stream needs
- * again in its next step, and without expandable segments moving memory
- * between streams costs a cudaFree and a cudaMalloc each time (thrash); the
- * OOM path still releases every stream's. */
+ * require.
+ * - Only st's own: another stream's cache is what that stream needs again
+ *   in its next step, and without expandable segments moving memory
+ *   between streams costs a cudaFree and a cudaMalloc each time (thrash);
+ *   the OOM path still releases every stream's.
+ * - Only while memory is plentiful (_cca_trim_plentiful): trimming is for
+ *   a process that holds a small share of the device (what others sharing
+ *   it, and nvidia-smi, see). Once cca holds more, the smallest device a
+ *   program fits on is decided by the OOM path (release everything, retry),
+ *   and earlier releases only perturb the layout it works with: replays
+ *   needed up to 13% more device than the default's with them
+ *   (benchmarks.md). */
 static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st, size_t need)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
-    if (reserved + need <= a->reserved_high) return;
+    if (reserved + need <= a->reserved_high || !_cca_trim_plentiful(a)) return;
     size_t excess = reserved + need - a->reserved_high, released = 0, unused = segment_unused_bytes(a);
     cca_segment_t *s;
     while (released < excess && unused && (s = segment_largest_unused(a, st, unused))) {

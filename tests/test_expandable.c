@@ -230,6 +230,20 @@ Test(expandable, release_before_grow_unmaps_the_streams_own)
     free_ok(a, r);
     finish_x(a);
     cudaStreamDestroy(s1);
+
+    cca_sim_reset();                                  /* memory not plentiful (free < 4x held): nothing unmapped */
+    cca_sim_set_capacity(0, 150 * MiB);
+    a = make_alloc("expandable_segments:True,release_before_grow:True");
+    q = alloc_ok(a, 20 * MiB, 0);
+    p = alloc_ok(a, 20 * MiB, 0);
+    free_ok(a, q);
+    r = alloc_ok(a, 30 * MiB, 0);
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 0);
+    check_x(a);
+    free_ok(a, p);
+    free_ok(a, r);
+    finish_x(a);
 }
 
 /* Reservations are per device: 16 streams x 2 pools share one. */

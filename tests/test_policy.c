@@ -61,6 +61,33 @@ Test(policy, release_before_grow_leaves_other_streams_cache)
     cr_assert_eq(cudaStreamDestroy(s2), cudaSuccess);
 }
 
+/* It trims only while memory is plentiful: the device's free memory (or
+ * the cap's room) at least 4x what cca holds. Past that, the OOM path
+ * decides (release everything, retry), as in PyTorch. */
+static void trim_on(const char *conf, size_t capacity, int64_t frees, int64_t reserved)
+{
+    cca_sim_reset();
+    cca_sim_set_capacity(0, capacity);
+    cca_allocator_t *a = make_alloc(conf);
+    void *x = alloc_ok(a, 12 * MiB, NULL), *y = alloc_ok(a, 12 * MiB, NULL);
+    free_ok(a, x);
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* past the 24 MiB peak */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_device_free, frees, "%s on %zu MiB", conf, capacity / MiB);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, reserved);
+    free_ok(a, y);
+    free_ok(a, z);
+    finish(a);
+}
+
+Test(policy, release_before_grow_only_while_memory_is_plentiful)
+{
+    trim_on("release_before_grow:true", 120 * MiB, 1, 26 * MiB);    /* 96 MiB free: 4 x 24 */
+    trim_on("release_before_grow:true", 118 * MiB, 0, 38 * MiB);    /* 94 MiB free */
+    trim_on("release_before_grow:true,memory_limit_mb:118", 1024 * MiB, 0, 38 * MiB);   /* the cap's room */
+    trim_on("release_before_grow:true,memory_limit_mb:120", 1024 * MiB, 1, 26 * MiB);
+}
+
 Test(policy, without_the_policy_the_cache_is_kept)
 {
     cca_allocator_t *a = make_alloc("");
