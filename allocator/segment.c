@@ -303,13 +303,25 @@ bool _cca_trim_plentiful(cca_allocator_t *a)
  *   program fits on is decided by the OOM path (release everything, retry),
  *   and earlier releases only perturb the layout it works with: replays
  *   needed up to 13% more device than the default's with them
- *   (benchmarks.md). */
+ *   (benchmarks.md).
+ * - Only when they cover the whole excess, so the peak stays where it is:
+ *   a release that cannot stop the peak from rising costs a cudaFree now
+ *   and, the workload still growing, a cudaMalloc soon after (on
+ *   multi-stream variants such partial releases more than doubled the
+ *   default's device calls). */
 static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st, size_t need)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (reserved + need <= a->reserved_high || !_cca_trim_plentiful(a)) return;
     size_t excess = reserved + need - a->reserved_high, released = 0, unused = segment_unused_bytes(a);
     cca_segment_t *s;
+    size_t own = 0, seen = 0;
+    for (s = a->segments; s && seen < unused; s = s->next)
+        if (segment_unused(s)) {
+            seen += s->size;
+            if (s->stream == st) own += s->size;
+        }
+    if (own < excess) return;                         /* the peak rises anyway: keep them */
     while (released < excess && unused && (s = segment_largest_unused(a, st, unused))) {
         size_t sz = s->size;
         if (!_cca_release_segment(a, s)) break;

@@ -202,6 +202,11 @@ size_t multistream_count(void) { return sizeof kinds / sizeof kinds[0]; }
 
 int multistream_trace(size_t kind, unsigned steps, trace_t *t)
 {
+    return multistream_trace_seeded(kind, steps, 0, t);
+}
+
+int multistream_trace_seeded(size_t kind, unsigned steps, unsigned seed, trace_t *t)
+{
     memset(t, 0, sizeof *t);
     if (kind >= multistream_count()) {
         snprintf(t->error, sizeof t->error, "no multistream workload %zu", kind);
@@ -223,7 +228,7 @@ int multistream_trace(size_t kind, unsigned steps, trace_t *t)
         t->stream_ids[i + 1] = side[i];
     t->n_streams = n_side + 1;
     gen_t g = {.t = t};
-    bench_rng_t r = {.s = 0x5eed0000u + kind};
+    bench_rng_t r = {.s = 0x5eed0000u + (unsigned)kind + 1000u * seed};
     uint32_t state[2];
     if (kind == 1)                                     /* the optimizer's state, allocated once */
         for (int i = 0; i < 2; i++)

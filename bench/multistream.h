@@ -21,4 +21,8 @@ size_t multistream_count(void);
  * -1 with t->error set. */
 int multistream_trace(size_t kind, unsigned steps, trace_t *t);
 
+/* The same with another draw of the random sizes (seed 0: the one above),
+ * for cca-robustness's variants. */
+int multistream_trace_seeded(size_t kind, unsigned steps, unsigned seed, trace_t *t);
+
 #endif

@@ -8,26 +8,33 @@ TestSuite(policy, .init = setup);
 Test(policy, release_before_grow_keeps_the_reserved_peak)
 {
     cca_allocator_t *a = make_alloc("release_before_grow:true");
-    void *x = alloc_ok(a, 12 * MiB, NULL), *y = alloc_ok(a, 12 * MiB, NULL);
+    void *x = alloc_ok(a, 12 * MiB, NULL), *y = alloc_ok(a, 12 * MiB, NULL), *c = alloc_ok(a, 12 * MiB, NULL);
     free_ok(a, x);
-    void *z = alloc_ok(a, 14 * MiB, NULL);      /* 24 + 14 would pass the 24 MiB peak */
+    free_ok(a, c);
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* 36 + 14 would pass the 36 MiB peak: both cached segments go */
     cca_stats_t s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 1);
+    cr_assert_eq(s.num_device_free, 2);
     ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 26 * MiB);
-    ASSERT_PEAK(s, reserved_bytes, CCA_POOL_ALL, 26 * MiB);
+    ASSERT_PEAK(s, reserved_bytes, CCA_POOL_ALL, 36 * MiB);
     cr_assert_eq(s.num_sync_all_streams, 0, "not the OOM path");
     free_ok(a, y);
     free_ok(a, z);
-    void *w = alloc_ok(a, 30 * MiB, NULL);      /* both cached segments go */
+    void *w = alloc_ok(a, 30 * MiB, NULL);      /* 20 over the peak: the 14 MiB segment, then the 12 MiB one */
     s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 3);
+    cr_assert_eq(s.num_device_free, 4);
     ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 30 * MiB);
     free_ok(a, w);
     void *v = alloc_ok(a, 20 * MiB, NULL);      /* under the peak: the cache is reused, nothing released */
     s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 3);
-    cr_assert_eq(s.num_device_alloc, 4);
+    cr_assert_eq(s.num_device_free, 4);
+    cr_assert_eq(s.num_device_alloc, 5);
     free_ok(a, v);
+    void *u = alloc_ok(a, 40 * MiB, NULL);      /* 34 over the peak, 30 cached: the peak rises anyway, nothing released */
+    s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 4);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 70 * MiB);
+    ASSERT_PEAK(s, reserved_bytes, CCA_POOL_ALL, 70 * MiB);
+    free_ok(a, u);
     finish(a);
 }
 
@@ -39,23 +46,20 @@ Test(policy, release_before_grow_leaves_other_streams_cache)
     cca_allocator_t *a = make_alloc("release_before_grow:true");
     cudaStream_t s2;
     cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
-    void *x = alloc_ok(a, 12 * MiB, s2), *y = alloc_ok(a, 12 * MiB, NULL);
+    void *x = alloc_ok(a, 12 * MiB, s2), *y1 = alloc_ok(a, 12 * MiB, NULL), *y2 = alloc_ok(a, 12 * MiB, NULL);
     free_ok(a, x);                              /* 12 MiB cached on s2 */
-    void *z = alloc_ok(a, 14 * MiB, NULL);      /* past the 24 MiB peak: s2's cache stays */
+    free_ok(a, y1);
+    free_ok(a, y2);                             /* 24 MiB cached on the default stream */
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* 14 over the 36 MiB peak: the default stream's two go, not s2's */
     cca_stats_t s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 0);
-    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 38 * MiB);
-    free_ok(a, y);                              /* 12 MiB cached on the default stream */
-    void *w = alloc_ok(a, 16 * MiB, NULL);      /* past the 38 MiB peak: its own 12 MiB segment goes */
-    s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 1);
+    cr_assert_eq(s.num_device_free, 2);
     cr_assert_eq(s.num_device_alloc, 4);
-    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 42 * MiB);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 26 * MiB);
     void *v = alloc_ok(a, 12 * MiB, s2);        /* s2's cache serves s2 */
     s = stats_of(a);
     cr_assert_eq(s.num_device_alloc, 4);
+    cr_assert_eq(v, x);
     free_ok(a, v);
-    free_ok(a, w);
     free_ok(a, z);
     finish(a);
     cr_assert_eq(cudaStreamDestroy(s2), cudaSuccess);
@@ -69,9 +73,10 @@ static void trim_on(const char *conf, size_t capacity, int64_t frees, int64_t re
     cca_sim_reset();
     cca_sim_set_capacity(0, capacity);
     cca_allocator_t *a = make_alloc(conf);
-    void *x = alloc_ok(a, 12 * MiB, NULL), *y = alloc_ok(a, 12 * MiB, NULL);
+    void *x = alloc_ok(a, 12 * MiB, NULL), *y = alloc_ok(a, 12 * MiB, NULL), *c = alloc_ok(a, 12 * MiB, NULL);
     free_ok(a, x);
-    void *z = alloc_ok(a, 14 * MiB, NULL);      /* past the 24 MiB peak */
+    free_ok(a, c);
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* past the 36 MiB peak, 24 cached */
     cca_stats_t s = stats_of(a);
     cr_assert_eq(s.num_device_free, frees, "%s on %zu MiB", conf, capacity / MiB);
     ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, reserved);
@@ -82,10 +87,10 @@ static void trim_on(const char *conf, size_t capacity, int64_t frees, int64_t re
 
 Test(policy, release_before_grow_only_while_memory_is_plentiful)
 {
-    trim_on("release_before_grow:true", 120 * MiB, 1, 26 * MiB);    /* 96 MiB free: 4 x 24 */
-    trim_on("release_before_grow:true", 118 * MiB, 0, 38 * MiB);    /* 94 MiB free */
-    trim_on("release_before_grow:true,memory_limit_mb:118", 1024 * MiB, 0, 38 * MiB);   /* the cap's room */
-    trim_on("release_before_grow:true,memory_limit_mb:120", 1024 * MiB, 1, 26 * MiB);
+    trim_on("release_before_grow:true", 180 * MiB, 2, 26 * MiB);    /* 144 MiB free: 4 x 36 */
+    trim_on("release_before_grow:true", 178 * MiB, 0, 50 * MiB);    /* 142 MiB free */
+    trim_on("release_before_grow:true,memory_limit_mb:178", 1024 * MiB, 0, 50 * MiB);   /* the cap's room */
+    trim_on("release_before_grow:true,memory_limit_mb:180", 1024 * MiB, 2, 26 * MiB);
 }
 
 Test(policy, without_the_policy_the_cache_is_kept)
