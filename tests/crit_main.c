@@ -118,10 +118,13 @@ int main(int argc, char *argv[])
     if (!have_device()) return 77;
     int passed = 0, failed = 0, skipped = 0;
     char full[256];
+    const char *filter = NULL;                        /* the first argument that is not a Criterion option (-j1) */
+    for (int i = 1; i < argc && !filter; i++)
+        if (argv[i][0] != '-') filter = argv[i];
     for (int i = 0; i < n_tests; i++) {
         const test_t *t = &tests[i];
         snprintf(full, sizeof full, "%s::%s", t->suite, t->name);
-        if (argc > 1 && !strstr(full, argv[1])) continue;
+        if (filter && !strstr(full, filter)) continue;
         const struct crit_opts *s = suite_opts(t->suite);
         if (t->o->disabled || (s && s->disabled)) { skipped++; continue; }
         int r = run_one(t);
