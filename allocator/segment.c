@@ -253,17 +253,19 @@ static size_t segment_unused_bytes(const cca_allocator_t *a)
                     s->inactive_split_bytes[CCA_POOL_ALL].current - s->unmapped_bytes.current);
 }
 
-/* The largest fully free segment of stream st, or NULL; `unused`: the
- * bytes of every stream's fully free segments, so the walk stops once it
- * has seen them all. */
-static cca_segment_t *segment_largest_unused(cca_allocator_t *a, const cca_stream_t *st, size_t unused)
+/* The fully free segment of stream st to release for `want` more bytes:
+ * the smallest that covers want, else the largest; NULL if none. `unused`:
+ * the bytes of every stream's fully free segments, so the walk stops once
+ * it has seen them all. */
+static cca_segment_t *segment_unused_for(cca_allocator_t *a, const cca_stream_t *st, size_t unused, size_t want)
 {
     cca_segment_t *best = NULL;
     size_t seen = 0;
     for (cca_segment_t *s = a->segments; s && seen < unused; s = s->next) {
         if (!segment_unused(s)) continue;
         seen += s->size;
-        if (s->stream == st && (!best || s->size > best->size)) best = s;
+        if (s->stream != st) continue;
+        if (!best || (best->size >= want ? s->size >= want && s->size < best->size : s->size > best->size)) best = s;
     }
     return best;
 }
@@ -290,9 +292,10 @@ bool _cca_trim_plentiful(cca_allocator_t *a)
 }
 
 /* release_before_grow: a new segment of `need` bytes for stream st would
- * raise the reserved peak; return st's unused cached segments, largest
- * first, so that the peak grows only by what live blocks and their layout
- * require.
+ * raise the reserved peak; return st's unused cached segments (each time
+ * the smallest that covers what is left of the excess, else the largest:
+ * no more than needed), so that the peak grows only by what live blocks
+ * and their layout require.
  * - Only st's own: another stream's cache is what that stream needs again
  *   in its next step, and without expandable segments moving memory
  *   between streams costs a cudaFree and a cudaMalloc each time (thrash);
@@ -307,13 +310,14 @@ bool _cca_trim_plentiful(cca_allocator_t *a)
  * - Only when they cover the whole excess, so the peak stays where it is:
  *   a release that cannot stop the peak from rising costs a cudaFree now
  *   and, the workload still growing, a cudaMalloc soon after (on
- *   multi-stream variants such partial releases more than doubled the
- *   default's device calls). */
+ *   multi-stream variants such partial releases, and releasing the largest
+ *   segments first, more than doubled the default's device calls). */
 static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st, size_t need)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
-    if (reserved + need <= a->reserved_high || !_cca_trim_plentiful(a)) return;
+    if (reserved + need <= a->reserved_high) return;
     size_t excess = reserved + need - a->reserved_high, released = 0, unused = segment_unused_bytes(a);
+    if (unused < excess || !_cca_trim_plentiful(a)) return;
     cca_segment_t *s;
     size_t own = 0, seen = 0;
     for (s = a->segments; s && seen < unused; s = s->next)
@@ -322,7 +326,7 @@ static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st,
             if (s->stream == st) own += s->size;
         }
     if (own < excess) return;                         /* the peak rises anyway: keep them */
-    while (released < excess && unused && (s = segment_largest_unused(a, st, unused))) {
+    while (released < excess && unused && (s = segment_unused_for(a, st, unused, excess - released))) {
         size_t sz = s->size;
         if (!_cca_release_segment(a, s)) break;
         released += sz;

@@ -46,16 +46,16 @@ Test(policy, release_before_grow_leaves_other_streams_cache)
     cca_allocator_t *a = make_alloc("release_before_grow:true");
     cudaStream_t s2;
     cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
-    void *x = alloc_ok(a, 12 * MiB, s2), *y1 = alloc_ok(a, 12 * MiB, NULL), *y2 = alloc_ok(a, 12 * MiB, NULL);
-    free_ok(a, x);                              /* 12 MiB cached on s2 */
+    void *y1 = alloc_ok(a, 12 * MiB, NULL), *y2 = alloc_ok(a, 12 * MiB, NULL), *x = alloc_ok(a, 16 * MiB, s2);
+    free_ok(a, x);                              /* 16 MiB cached on s2: alone, it would cover the excess best */
     free_ok(a, y1);
     free_ok(a, y2);                             /* 24 MiB cached on the default stream */
-    void *z = alloc_ok(a, 14 * MiB, NULL);      /* 14 over the 36 MiB peak: the default stream's two go, not s2's */
+    void *z = alloc_ok(a, 14 * MiB, NULL);      /* 14 over the 40 MiB peak: the default stream's two go, not s2's */
     cca_stats_t s = stats_of(a);
     cr_assert_eq(s.num_device_free, 2);
     cr_assert_eq(s.num_device_alloc, 4);
-    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 26 * MiB);
-    void *v = alloc_ok(a, 12 * MiB, s2);        /* s2's cache serves s2 */
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 30 * MiB);
+    void *v = alloc_ok(a, 16 * MiB, s2);        /* s2's cache serves s2 */
     s = stats_of(a);
     cr_assert_eq(s.num_device_alloc, 4);
     cr_assert_eq(v, x);
