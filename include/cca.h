@@ -51,7 +51,7 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
     X(double,   memory_fraction, , "0: no cap; in (0,1]: cap = fraction of device total") \
     X(size_t,   memory_limit, , "0: no cap; else cap in bytes (the smaller cap wins)") \
     /* Policies beyond PyTorch's rules (off by default; see docs/design.md "Policies"): */ \
-    X(int,      release_before_grow, , "return the growing stream's unused cached segments if they keep the reserved peak from rising, while free memory is at least 4x what cca holds") \
+    X(int,      release_before_grow, , "return the growing stream's unused cached segments if they keep the reserved peak from rising, while free memory or the cap's room is at least 4x what cca holds") \
     X(size_t,   segment_growth_percent, , "0: off; else new large segments are at least this % of reserved large bytes") \
     X(int,      expandable_segments, , "1: segments are virtual ranges mapped as they grow (CUDA's VMM calls; see docs/design.md)")
 
@@ -127,7 +127,7 @@ CCA_API void (cca_config_init)(cca_config_t *cfg);
     X(memory_limit_mb, "integer (MiB)", "2 .. 8796093022207", "no cap", \
       "cap in MiB (the smaller cap wins)") \
     X(release_before_grow, "True or False", "True, False, 1, 0", "False", \
-      "before a new segment would raise the reserved peak, return the growing stream's unused cached segments (largest first) if they keep the peak, while free memory is at least 4x what cca holds") \
+      "before a new segment would raise the reserved peak, return the growing stream's unused cached segments (the smallest that covers the excess first) if they keep the peak, while free memory or the cap's room is at least 4x what cca holds") \
     X(segment_growth_percent, "integer", "0 .. 1000", "0", \
       "new segments are at least this share of the pool's reserved bytes") \
     X(expandable_segments, "True or False", "True, False, 1, 0", "False", \
