@@ -23,8 +23,8 @@
  * When handles are unmapped: not on free (that would make calls on every
  * cycle), but when memory runs short - before a growth fails for the
  * device or the cap (after waiting for pending frees), and (the growing
- * stream's own, while memory is plentiful: _cca_trim_plentiful) before one
- * would raise the reserved peak with release_before_grow - and on
+ * stream's holes, while memory is plentiful: _cca_trim_plentiful) before
+ * one would raise the reserved peak with release_before_grow - and on
  * cca_empty_cache, which also releases what is held. Released, too, on
  * the paths that return whole segments (garbage collection, a retired
  * stream's segments).
@@ -515,7 +515,10 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
 
 /* Unmaps every handle that lies wholly inside a free block of an
  * expandable segment (of `only`'s segment alone when only is not NULL; of
- * stream st's segments alone when st is not NULL), holding the handles. */
+ * stream st's segments alone, and only their holes - free blocks between
+ * two live ones - when st is not NULL: a free block at a range's end is
+ * where the next growth maps, so unmapping it there would cost an unmap
+ * and a map for nothing), holding the handles. */
 static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stream_t *st)
 {
     struct cca_xvmm *x = a->xv;
@@ -523,8 +526,10 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
         next = only ? NULL : s->next;
         if (!s->expandable || (st && s->stream != st)) continue;
         cca_block_t *b = s->first;
+        bool in_hole = false;                         /* b is the rest of a hole whose start was unmapped */
         while (b) {
-            size_t mi = b->state == CCA_BLOCK_FREE ? x_map_index(x, b->addr) : x->nmaps;
+            bool wanted = !st || (b->next && (b->prev || in_hole));
+            size_t mi = wanted && b->state == CCA_BLOCK_FREE ? x_map_index(x, b->addr) : x->nmaps;
             if (mi < x->nmaps && x->maps[mi].addr + x->maps[mi].size <= b->addr + b->size) {
                 cca_segment_t *after;
                 cca_block_t *nb;
@@ -532,9 +537,11 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
                     if (!after) break;
                     s = after;                        /* a split part is linked right after s: walked here */
                     b = nb;
+                    in_hole = true;
                     continue;
                 }
             }
+            in_hole = false;
             b = b->next;
         }
     }

@@ -203,30 +203,36 @@ Test(expandable, memory_moves_between_streams)
     finish(a);
 }
 
-/* release_before_grow unmaps the growing stream's own free handles before
- * the reserved peak would grow, never another stream's: moving them would
- * cost an unmap and a map on both sides every step (thrash). */
+/* release_before_grow unmaps the growing stream's own holes (free handles
+ * between live blocks) before the reserved peak would grow: never another
+ * stream's (moving them would cost an unmap and a map on both sides every
+ * step: thrash), nor a free end of a range, where the growth maps next. */
 Test(expandable, release_before_grow_unmaps_the_streams_own)
 {
     cudaStream_t s1;
     cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
     cca_allocator_t *a = make_alloc("expandable_segments:True,release_before_grow:True");
-    void *p = alloc_ok(a, 20 * MiB, s1), *q = alloc_ok(a, 20 * MiB, 0);
-    free_ok(a, p);
-    free_ok(a, q);                                    /* 20 MiB free on each stream, 40 the peak */
+    void *p = alloc_ok(a, 20 * MiB, s1);
+    void *q1 = alloc_ok(a, 20 * MiB, 0), *q2 = alloc_ok(a, 20 * MiB, 0), *q3 = alloc_ok(a, 20 * MiB, 0);
+    free_ok(a, p);                                    /* 20 MiB free on s1 */
+    free_ok(a, q2);                                   /* a 20 MiB hole on the default stream; 80 the peak */
     void *r = alloc_ok(a, 30 * MiB, 0);
     cca_stats_t s = stats_of(a);
-    cr_assert_eq(s.num_device_free, 1, "the default stream's handle, not s1's");
+    cr_assert_eq(s.num_device_free, 1, "the default stream's hole, not s1's free range");
     cr_assert_eq(s.num_handle_release, 0);
-    ASSERT_STAT(s, segment, CCA_POOL_ALL, 2);
-    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 50 * MiB);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 90 * MiB);
     cr_assert_eq(s.unmapped_bytes.current, 0, "the unmapped handle is mapped again");
     check_x(a);
     void *t = alloc_ok(a, 20 * MiB, s1);              /* s1's cache is still there */
     cr_assert_eq(t, p);
+    free_ok(a, q3);                                   /* a free end: kept mapped, the growth uses it */
+    void *u = alloc_ok(a, 60 * MiB, 0);
     s = stats_of(a);
     cr_assert_eq(s.num_device_free, 1);
+    check_x(a);
+    free_ok(a, u);
     free_ok(a, t);
+    free_ok(a, q1);
     free_ok(a, r);
     finish_x(a);
     cudaStreamDestroy(s1);
@@ -234,14 +240,16 @@ Test(expandable, release_before_grow_unmaps_the_streams_own)
     cca_sim_reset();                                  /* memory not plentiful (free < 4x held): nothing unmapped */
     cca_sim_set_capacity(0, 150 * MiB);
     a = make_alloc("expandable_segments:True,release_before_grow:True");
-    q = alloc_ok(a, 20 * MiB, 0);
-    p = alloc_ok(a, 20 * MiB, 0);
-    free_ok(a, q);
+    q1 = alloc_ok(a, 20 * MiB, 0);
+    q2 = alloc_ok(a, 20 * MiB, 0);
+    q3 = alloc_ok(a, 20 * MiB, 0);
+    free_ok(a, q2);                                   /* a hole, as above */
     r = alloc_ok(a, 30 * MiB, 0);
     s = stats_of(a);
     cr_assert_eq(s.num_device_free, 0);
     check_x(a);
-    free_ok(a, p);
+    free_ok(a, q1);
+    free_ok(a, q3);
     free_ok(a, r);
     finish_x(a);
 }
