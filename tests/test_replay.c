@@ -147,6 +147,7 @@ static double smallest_device(const trace_t *t, const char *conf)
 {
     capacity_result_t c = capacity_search(t, &bench_ops_cca, conf, 4.0, 0.005);
     cr_assert(c.ok, "%s, %s: %s", t->name, conf, c.error);
+    cr_assert_not(c.above_bound, "%s, %s: fits on no device up to 4x peak live", t->name, conf);
     return c.min_ratio;
 }
 
