@@ -165,3 +165,9 @@ replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const cha
     free(s.state);
     return r;
 }
+
+size_t replay_big_capacity(const trace_t *t)
+{
+    unsigned long long c = 4ull * t->peak_live_bytes, floor = 80ull << 30;
+    return (size_t)(c > floor ? c : floor);
+}

@@ -38,4 +38,8 @@ typedef struct replay_result {
 replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const char *conf,
                        const replay_opts_t *opts);
 
+/* The "large device" of the unconstrained replays: 4x the trace's peak
+ * live bytes, at least 80 GiB. */
+size_t replay_big_capacity(const trace_t *t);
+
 #endif

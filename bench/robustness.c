@@ -26,7 +26,6 @@
 #include <string.h>
 
 #define MAX_CONFS 16
-#define BIG_DEVICE (80ull << 30)
 
 typedef struct tally {
     const char *conf;
@@ -54,8 +53,7 @@ static double smallest(const trace_t *t, const char *conf)
 
 static double calls(const trace_t *t, const char *conf)
 {
-    unsigned long long big = 4ull * t->peak_live_bytes;
-    replay_opts_t o = {.capacity = (size_t)(big > BIG_DEVICE ? big : BIG_DEVICE)};
+    replay_opts_t o = {.capacity = replay_big_capacity(t)};
     replay_result_t r = replay(t, &bench_ops_cca, conf, &o);
     if (!r.ok) {
         fprintf(stderr, "cca-robustness: %s under '%s': %s\n", t->name, conf, r.error);

@@ -15,18 +15,11 @@
 #include <string.h>
 
 #define BOUND 4.0                       /* bisection bound, x peak live */
-#define BIG_DEVICE (80ull << 30)        /* at least this for the unconstrained replays */
 #define MODELLED_MAX_REPS 3             /* modelled replays are slow: fewer repetitions */
-
-static size_t big_capacity(const trace_t *t)
-{
-    unsigned long long c = 4ull * t->peak_live_bytes;
-    return (size_t)(c > BIG_DEVICE ? c : BIG_DEVICE);
-}
 
 static void measure_pass(const trace_t *t, const bench_alloc_t *a, bench_row_t *row)
 {
-    replay_opts_t ro = {.capacity = big_capacity(t), .track_peak = 1, .check = 1, .progress = 1};
+    replay_opts_t ro = {.capacity = replay_big_capacity(t), .track_peak = 1, .check = 1, .progress = 1};
     replay_result_t r = replay(t, a->ops, a->conf, &ro);
     double ev = r.events ? (double)r.events : 1;
     if (!r.ok) {
@@ -78,7 +71,7 @@ static void timing(const trace_t *t, const bench_opts_t *o, bench_row_t **rows)
             const bench_alloc_t *a = &o->allocs[i];
             if (rows[i]->fig.failed || rep >= timed_reps(o, a))
                 continue;
-            replay_opts_t ro = {.capacity = big_capacity(t), .modelled = a->modelled};
+            replay_opts_t ro = {.capacity = replay_big_capacity(t), .modelled = a->modelled};
             replay_result_t r = replay(t, a->ops, a->conf, &ro);
             if (r.ok && r.events)
                 v[i * reps + (size_t)nv[i]++] = (double)r.ns / (double)r.events;

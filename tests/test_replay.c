@@ -184,8 +184,7 @@ Test(replay, named_presets_need_no_larger_device_than_the_default, .timeout = 90
 
 static unsigned long device_calls(const trace_t *t, const char *conf)
 {
-    unsigned long long big = 4ull * t->peak_live_bytes;
-    replay_opts_t o = { .capacity = (size_t)(big > (80ull << 30) ? big : (80ull << 30)), .check = 1 };
+    replay_opts_t o = { .capacity = replay_big_capacity(t), .check = 1 };
     replay_result_t r = replay(t, &bench_ops_cca, conf, &o);
     cr_assert(r.ok, "%s, %s: %s", t->name, conf, r.error);
     cr_assert_eq(r.ooms, 0, "%s, %s", t->name, conf);
