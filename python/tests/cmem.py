@@ -20,3 +20,30 @@ def c_malloc(device, size, stream=None):
 
 def c_free(device, p):
     assert _lib.lib().cca_free(_alloc(device), p) == 0
+
+
+def run_thread_to_its_end(fn, timeout=30.0):
+    """Runs fn on a new thread and returns once the OS thread has ended.
+
+    threading.Thread.join() returns when Python is done with the thread,
+    before the C library runs the thread's pthread-key destructors (cca's
+    per-thread streams die in one): under load a test that joined may look
+    before the thread has really exited. A Linux thread's /proc entry goes
+    only after those destructors ran, so this waits for it to go."""
+    import os
+    import threading
+    import time
+    box = {}
+
+    def body():
+        box["tid"] = threading.get_native_id()
+        fn()
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    task = "/proc/self/task/%d" % box["tid"]
+    deadline = time.monotonic() + timeout
+    while os.path.exists(task):
+        assert time.monotonic() < deadline, "thread %d has not exited after %.0f s" % (box["tid"], timeout)
+        time.sleep(0.001)

@@ -11,7 +11,7 @@ import pytest
 
 import cca
 from cca import _lib
-from cmem import _alloc, c_free, c_malloc
+from cmem import _alloc, c_free, c_malloc, run_thread_to_its_end
 
 MiB = 1 << 20
 ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
@@ -200,17 +200,16 @@ def test_bound_all_devices_and_bad_arguments(shared_device):
 def test_snapshot_is_one_moment_after_a_thread_exits(recording, sim):
     """A thread's per-thread stream dies with it and the next all-locked
     call returns its segment: the snapshot's segments and trace are taken
-    at one moment, so the trace's segment_free and the segments agree."""
-    import threading
+    at one moment, so the trace's segment_free and the segments agree.
+    The thread must have ended for the C library, not only for Python
+    (run_thread_to_its_end says why)."""
     d = recording
 
     def worker():
         p = c_malloc(d, 5 * MiB, ctypes.c_void_p(2))  # cudaStreamPerThread
         c_free(d, p)
 
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
+    run_thread_to_its_end(worker)
     data = cca.snapshot()
     viewer_reads(data)
     replay(data["device_traces"][d], data["segments"], d)
