@@ -362,8 +362,6 @@ cca_status_t cca_get_stats_sized(cca_allocator_t *a, cca_stats_t *out, size_t ou
     return CCA_OK;
 }
 
-cca_status_t (cca_get_stats)(cca_allocator_t *a, cca_stats_t *out) { return cca_get_stats_sized(a, out, CCA_V1_STATS); }
-
 cca_status_t cca_reset_peak_stats(cca_allocator_t *a)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_peak_stats: allocator is NULL");

@@ -30,8 +30,6 @@ void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
     _cca_copy_out(cfg, cfg_size, &c, sizeof c);
 }
 
-void (cca_config_init)(cca_config_t *cfg) { cca_config_init_sized(cfg, CCA_V1_CONFIG); }
-
 /* ---- the keys: one table, from CCA_CONFIG_KEYS --------------------------- */
 
 enum {
@@ -112,6 +110,8 @@ typedef struct parser {
     char *err;
     size_t err_len;
     bool given[K_COUNT];                              /* set explicitly in this string */
+    size_t held;                                      /* the caller's sizeof(cca_config_t) */
+    cca_config_t base;                                /* the config before this string (defaults past held) */
 } parser_t;
 
 /* A token as an error message shows it: at most 40 characters. */
@@ -327,6 +327,17 @@ static char *config_next_entry(char **at)
     return s;
 }
 
+/* The first field of c that differs from base and ends past `held` bytes:
+ * a setting the caller's (older, smaller) struct cannot hold; NULL if none. */
+static const char *config_field_past(const cca_config_t *c, const cca_config_t *base, size_t held)
+{
+#define CONFIG_PAST_(type, name, dims, doc) \
+    if (offsetof(cca_config_t, name) + sizeof c->name > held && memcmp(&c->name, &base->name, sizeof c->name)) return #name;
+    CCA_CONFIG_FIELDS(CONFIG_PAST_)
+#undef CONFIG_PAST_
+    return NULL;
+}
+
 static cca_status_t config_parse_all(parser_t *ps, char *text, cca_config_t *c)
 {
     char sh[64], accepted[300] = "";
@@ -348,17 +359,16 @@ static cca_status_t config_parse_all(parser_t *ps, char *text, cca_config_t *c)
             return config_bad(ps, "%s: '%s' is not a value of this key", key, config_shown(v, sh));
         cca_status_t st = config_apply(ps, k, v, c);
         if (st != CCA_OK) return st;
+        const char *field = config_field_past(c, &ps->base, ps->held);
+        if (field)
+            return config_bad(ps, "%s sets cca_config_t's %s, which this program's %zu-byte cca_config_t (an older cca.h) "
+                              "does not hold: rebuild the program against the installed cca.h to use it", key, field, ps->held);
         ps->given[k] = true;
     }
     return CCA_OK;
 }
 
-cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
-{
-    return cca_config_parse_sized(cfg, CCA_V1_CONFIG, conf, err, err_len);
-}
-
-static cca_status_t config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
+static cca_status_t config_parse(cca_config_t *cfg, size_t held, const char *conf, char *err, size_t err_len);
 
 cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err, size_t err_len)
 {
@@ -369,15 +379,15 @@ cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const ch
     cca_config_t c;
     config_defaults(&c);
     memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);
-    cca_status_t s = config_parse(&c, conf, err, err_len);
+    cca_status_t s = config_parse(&c, cfg_size, conf, err, err_len);
     if (s == CCA_OK) memcpy(cfg, &c, cfg_size < sizeof c ? cfg_size : sizeof c);   /* the caller's unknown tail stays */
     return s;
 }
 
-static cca_status_t config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len)
+static cca_status_t config_parse(cca_config_t *cfg, size_t held, const char *conf, char *err, size_t err_len)
 {
     if (!conf) return CCA_OK;
-    parser_t ps = { .err = err, .err_len = err_len };
+    parser_t ps = { .err = err, .err_len = err_len, .held = held, .base = *cfg };
     char *text = strdup(conf);
     if (!text) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_config_parse: out of host memory");
     cca_config_t c = *cfg;

@@ -8,16 +8,20 @@
 #include "model.h"
 
 /* ---- sized structs (see cca.h) ----
- * The size of each struct in the first cca.h that had it: a caller's size
- * below it cannot be one of ours. */
-#define CCA_V1_STATS  offsetof(cca_stats_t, oversize_allocations)
-#define CCA_V1_CONFIG sizeof(cca_config_t)
-#define CCA_V1_FRAG   sizeof(cca_frag_t)
-#define CCA_V1_SEG    offsetof(cca_segment_info_t, is_expandable)
-#define CCA_V1_BLOCK  offsetof(cca_block_info_t, tag)
-#define CCA_V1_OOM    offsetof(cca_oom_report_t, need_cap)
-#define CCA_V1_SCOPE  offsetof(cca_scope_result_t, left_allocated)
-#define CCA_V1_HISTORY sizeof(cca_history_entry_t)
+ * The size of each struct's first version: the fields it had when the
+ * sized calls began (or when the struct was added), frozen as numbers so
+ * that appending a field never changes them (tests/test_contracts.c pins
+ * each to the offset of the first field appended after it). A caller's
+ * size below it cannot be one of ours; the exported plain symbols
+ * (compat.c) fill exactly these. LP64 (x86_64, aarch64) figures. */
+#define CCA_V1_STATS   904                    /* up to num_sync_all_streams */
+#define CCA_V1_CONFIG  120                    /* up to segment_growth_percent */
+#define CCA_V1_FRAG    3168                   /* up to classes */
+#define CCA_V1_SEG     64                     /* up to n_blocks */
+#define CCA_V1_BLOCK   56                     /* up to segment_address */
+#define CCA_V1_OOM     496                    /* up to advice */
+#define CCA_V1_SCOPE   48                     /* up to frees */
+#define CCA_V1_HISTORY 56                     /* up to device_free */
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`
  * bytes: the fields that fit, in order, and zeros past what we know. */

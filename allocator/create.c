@@ -39,11 +39,6 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
     return CCA_OK;
 }
 
-cca_status_t (cca_create)(const cca_config_t *cfg, cca_allocator_t **out)
-{
-    return cca_create_sized(cfg, CCA_V1_CONFIG, out);
-}
-
 cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out)
 {
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");
@@ -190,9 +185,4 @@ cca_status_t cca_get_config_sized(cca_allocator_t *a, cca_config_t *out, size_t 
     _cca_unlock(&a->lock);
     _cca_copy_out(out, out_size, &c, sizeof c);
     return CCA_OK;
-}
-
-cca_status_t (cca_get_config)(cca_allocator_t *a, cca_config_t *out)
-{
-    return cca_get_config_sized(a, out, CCA_V1_CONFIG);
 }

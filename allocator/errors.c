@@ -22,11 +22,6 @@ cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_
     return CCA_OK;
 }
 
-cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out)
-{
-    return cca_thread_last_oom_report_sized(out, CCA_V1_OOM);
-}
-
 const char *cca_status_string(cca_status_t s)
 {
     switch (s) {

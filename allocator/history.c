@@ -173,11 +173,6 @@ cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn fn, void 
     return CCA_OK;
 }
 
-cca_status_t (cca_history_walk)(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped)
-{
-    return cca_history_walk_sized(a, fn, arg, dropped, CCA_V1_HISTORY);
-}
-
 const char *cca_history_action_string(int action)
 {
     switch (action) {

@@ -32,12 +32,26 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
 /* Structs that cross the library's boundary are declared from field lists,
  * X(type, name, dims, meaning) with dims an array suffix or empty, so that
  * the struct, its exported layout (cca_struct_layout) and the sized copies
- * cannot drift apart. Fields are only ever appended. Every call that fills
- * or reads such a struct has a _sized form taking the caller's sizeof; the
- * plain names are macros that pass it, so a program built against an older
- * cca.h is never written past its struct (a newer library fills what fits,
- * in field order; an older one zeroes what it does not know). */
+ * cannot drift apart. Fields are only ever appended (cca_stat_t and
+ * cca_size_class_t, which the others hold in arrays, never grow). Every
+ * call that fills or reads such a struct has a _sized form taking the
+ * caller's sizeof, so a program built against an older cca.h is never
+ * written past its struct (a newer library fills what fits, in field
+ * order; an older one zeroes what it does not know).
+ *
+ * The plain names (cca_get_stats, cca_create, ...) are static inline
+ * functions that pass the caller's sizeof to the _sized form: a call, and
+ * a call through a pointer (&cca_get_stats is the wrapper's address in the
+ * calling program), fill the struct this header declares. The library
+ * also exports functions of the plain names, for programs linked against
+ * a cca.h from before the wrappers: those fill the struct's first version
+ * only (the fields it had when the sized calls began). */
 #define CCA_MEMBER_(type, name, dims, doc) type name dims;
+#ifndef CCA_PLAIN_SYMBOLS_
+#define CCA_PLAIN_(ret, name, params, body) static inline ret name params { body; }
+#else                                   /* the library's definitions of the exported plain names */
+#define CCA_PLAIN_(ret, name, params, body) CCA_API ret name params;
+#endif
 
 /* Size intervals of roundup_power2_divisions: [0,2 MiB), [2,4), [4,8) MiB ...
  * up to the last, which covers everything from 32 GiB on (as PyTorch). */
@@ -108,8 +122,8 @@ typedef struct cca_stats {
 /* Fills cfg with the defaults (PyTorch's rules: no split limit, 512 B
  * rounding, no cap, no garbage collection, device 0). */
 CCA_API void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size);
-CCA_API void (cca_config_init)(cca_config_t *cfg);
-#define cca_config_init(cfg) cca_config_init_sized((cfg), sizeof(cca_config_t))
+CCA_PLAIN_(void, cca_config_init, (cca_config_t *cfg),
+           cca_config_init_sized(cfg, sizeof *cfg))
 
 /* The configuration keys of cca_config_parse and CCA_CONF, declared once:
  * X(name, value, range, default, meaning). The parser, the validation of
@@ -153,22 +167,21 @@ CCA_API const cca_config_key_t *cca_config_keys(size_t *count);
  * value; cfg is then unchanged. NULL or "" changes nothing. */
 CCA_API cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err,
                                             size_t err_len);
-CCA_API cca_status_t (cca_config_parse)(cca_config_t *cfg, const char *conf, char *err, size_t err_len);
-#define cca_config_parse(cfg, conf, err, err_len) \
-    cca_config_parse_sized((cfg), sizeof(cca_config_t), (conf), (err), (err_len))
+CCA_PLAIN_(cca_status_t, cca_config_parse, (cca_config_t *cfg, const char *conf, char *err, size_t err_len),
+           return cca_config_parse_sized(cfg, sizeof *cfg, conf, err, err_len))
 
 /* Creates an allocator for cfg->device (NULL cfg: defaults).
  * CCA_ERROR_INVALID_ARGUMENT for a NULL out or a bad config,
  * CCA_ERROR_CUDA when the device cannot be used. */
 CCA_API cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out);
-CCA_API cca_status_t (cca_create)(const cca_config_t *cfg, cca_allocator_t **out);
-#define cca_create(cfg, out) cca_create_sized((cfg), sizeof(cca_config_t), (out))
+CCA_PLAIN_(cca_status_t, cca_create, (const cca_config_t *cfg, cca_allocator_t **out),
+           return cca_create_sized(cfg, sizeof *cfg, out))
 
 /* The configuration in force (memory_fraction and memory_limit as last
  * set by cca_set_memory_fraction / cca_set_memory_limit). */
 CCA_API cca_status_t cca_get_config_sized(cca_allocator_t *a, cca_config_t *out, size_t out_size);
-CCA_API cca_status_t (cca_get_config)(cca_allocator_t *a, cca_config_t *out);
-#define cca_get_config(a, out) cca_get_config_sized((a), (out), sizeof(cca_config_t))
+CCA_PLAIN_(cca_status_t, cca_get_config, (cca_allocator_t *a, cca_config_t *out),
+           return cca_get_config_sized(a, out, sizeof *out))
 
 /* Returns every segment to the device, live allocations included, and frees
  * the allocator. NULL is a no-op. */
@@ -219,8 +232,8 @@ CCA_API cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, doubl
 
 /* Copies all statistics out as one consistent snapshot. */
 CCA_API cca_status_t cca_get_stats_sized(cca_allocator_t *a, cca_stats_t *out, size_t out_size);
-CCA_API cca_status_t (cca_get_stats)(cca_allocator_t *a, cca_stats_t *out);
-#define cca_get_stats(a, out) cca_get_stats_sized((a), (out), sizeof(cca_stats_t))
+CCA_PLAIN_(cca_status_t, cca_get_stats, (cca_allocator_t *a, cca_stats_t *out),
+           return cca_get_stats_sized(a, out, sizeof *out))
 
 /* Sets every peak to its current value. */
 CCA_API cca_status_t cca_reset_peak_stats(cca_allocator_t *a);
@@ -306,8 +319,8 @@ typedef struct cca_frag { CCA_FRAG_FIELDS(CCA_MEMBER_) } cca_frag_t;
 /* Fills *out from one walk of every segment and block.
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
 CCA_API cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size);
-CCA_API cca_status_t (cca_get_fragmentation)(cca_allocator_t *a, cca_frag_t *out);
-#define cca_get_fragmentation(a, out) cca_get_fragmentation_sized((a), (out), sizeof(cca_frag_t))
+CCA_PLAIN_(cca_status_t, cca_get_fragmentation, (cca_allocator_t *a, cca_frag_t *out),
+           return cca_get_fragmentation_sized(a, out, sizeof *out))
 
 /* ---- snapshot ---- */
 
@@ -351,9 +364,8 @@ typedef int (*cca_block_fn)(const cca_block_info_t *block, void *arg);
  * for a NULL allocator, CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
 CCA_API cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb,
                                              void *arg, size_t seg_size, size_t block_size);
-CCA_API cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg);
-#define cca_snapshot_walk(a, seg_cb, block_cb, arg) \
-    cca_snapshot_walk_sized((a), (seg_cb), (block_cb), (arg), sizeof(cca_segment_info_t), sizeof(cca_block_info_t))
+CCA_PLAIN_(cca_status_t, cca_snapshot_walk, (cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg),
+           return cca_snapshot_walk_sized(a, seg_cb, block_cb, arg, sizeof(cca_segment_info_t), sizeof(cca_block_info_t)))
 
 /* Writes the snapshot as JSON with the keys of torch.cuda.memory_snapshot():
  * {"segments": [{"device", "address", "total_size", "allocated_size",
@@ -466,14 +478,14 @@ typedef void (*cca_oom_fn)(const cca_oom_report_t *report, void *arg);
  * from the failing thread after the allocator's lock is released, before
  * cca_malloc returns. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator. */
 CCA_API cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size);
-CCA_API cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg);
-#define cca_set_oom_callback(a, fn, arg) cca_set_oom_callback_sized((a), (fn), (arg), sizeof(cca_oom_report_t))
+CCA_PLAIN_(cca_status_t, cca_set_oom_callback, (cca_allocator_t *a, cca_oom_fn fn, void *arg),
+           return cca_set_oom_callback_sized(a, fn, arg, sizeof(cca_oom_report_t)))
 
 /* Copies the last OOM report; its verdict is CCA_OOM_NONE when there was
  * none. CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or out. */
 CCA_API cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out, size_t out_size);
-CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out);
-#define cca_last_oom_report(a, out) cca_last_oom_report_sized((a), (out), sizeof(cca_oom_report_t))
+CCA_PLAIN_(cca_status_t, cca_last_oom_report, (cca_allocator_t *a, cca_oom_report_t *out),
+           return cca_last_oom_report_sized(a, out, sizeof *out))
 
 /* The report of the calling thread's last CCA_ERROR_OUT_OF_MEMORY, of any
  * allocator and any call: what a failing caller reads when other threads
@@ -484,8 +496,8 @@ CCA_API cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t 
  * CCA_ERROR_INVALID_ARGUMENT for a NULL out or a size below the first
  * cca_oom_report_t's. */
 CCA_API cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size);
-CCA_API cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out);
-#define cca_thread_last_oom_report(out) cca_thread_last_oom_report_sized((out), sizeof(cca_oom_report_t))
+CCA_PLAIN_(cca_status_t, cca_thread_last_oom_report, (cca_oom_report_t *out),
+           return cca_thread_last_oom_report_sized(out, sizeof *out))
 
 /* Formats r as three lines of text (figures in B/KiB/MiB/GiB) - a line
  * more when it names holders by tag (n_holders > 0), and one more when the
@@ -494,16 +506,16 @@ CCA_API cca_status_t (cca_thread_last_oom_report)(cca_oom_report_t *out);
  * buf, always NUL-terminated when len > 0. Returns the length of the whole
  * text (as snprintf; larger than len - 1 means it was cut), 0 for NULL r. */
 CCA_API size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, char *buf, size_t len);
-CCA_API size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len);
-#define cca_oom_report_format(r, buf, len) cca_oom_report_format_sized((r), sizeof(cca_oom_report_t), (buf), (len))
+CCA_PLAIN_(size_t, cca_oom_report_format, (const cca_oom_report_t *r, char *buf, size_t len),
+           return cca_oom_report_format_sized(r, sizeof *r, buf, len))
 
 /* Sets r's verdict, shortfall, need_* and advice from its figures, by the
  * rules above: a pure function, for reports built by hand or replayed.
  * NULL, or a size below the first cca_oom_report_t's, is a no-op; fields
  * past r_size are neither read nor written. */
 CCA_API void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size);
-CCA_API void (cca_oom_judge)(cca_oom_report_t *r);
-#define cca_oom_judge(r) cca_oom_judge_sized((r), sizeof(cca_oom_report_t))
+CCA_PLAIN_(void, cca_oom_judge, (cca_oom_report_t *r),
+           cca_oom_judge_sized(r, sizeof *r))
 
 /* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
 CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);
@@ -609,9 +621,8 @@ CCA_API cca_status_t cca_default_record_history(size_t max_entries);
 typedef int (*cca_history_fn)(const cca_history_entry_t *e, void *arg);
 CCA_API cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped,
                                             size_t entry_size);
-CCA_API cca_status_t (cca_history_walk)(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped);
-#define cca_history_walk(a, fn, arg, dropped) \
-    cca_history_walk_sized((a), (fn), (arg), (dropped), sizeof(cca_history_entry_t))
+CCA_PLAIN_(cca_status_t, cca_history_walk, (cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped),
+           return cca_history_walk_sized(a, fn, arg, dropped, sizeof(cca_history_entry_t)))
 
 /* torch's name of an action ("alloc", "free_requested", ...); "unknown". */
 CCA_API const char *cca_history_action_string(int action);
@@ -673,8 +684,8 @@ CCA_API cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token);
 /* Closes the scope and fills *out (may be NULL). CCA_ERROR_INVALID_ARGUMENT
  * for a NULL allocator or a token that is not open. */
 CCA_API cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out, size_t out_size);
-CCA_API cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out);
-#define cca_scope_end(a, token, out) cca_scope_end_sized((a), (token), (out), sizeof(cca_scope_result_t))
+CCA_PLAIN_(cca_status_t, cca_scope_end, (cca_allocator_t *a, uint64_t token, cca_scope_result_t *out),
+           return cca_scope_end_sized(a, token, out, sizeof(cca_scope_result_t)))
 
 /* ==== Layouts, for bindings ====
  * Every struct above, described from its field list: bindings (the Python

@@ -65,8 +65,3 @@ cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, si
     _cca_copy_out(out, out_size, &f, sizeof f);
     return CCA_OK;
 }
-
-cca_status_t (cca_get_fragmentation)(cca_allocator_t *a, cca_frag_t *out)
-{
-    return cca_get_fragmentation_sized(a, out, CCA_V1_FRAG);
-}

@@ -150,8 +150,6 @@ void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size)
     memcpy(r, &mine, r_size < sizeof mine ? r_size : sizeof mine);   /* the caller's unknown tail stays */
 }
 
-void (cca_oom_judge)(cca_oom_report_t *r) { cca_oom_judge_sized(r, CCA_V1_OOM); }
-
 /* The core's news, all locked, after release-and-retry failed: the
  * figures in *r (allocator/oomfig.c) are judged, advised on and kept. */
 void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
@@ -252,11 +250,6 @@ cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void 
     return _cca_view(a, oom_set_callback_view, &cb);
 }
 
-cca_status_t (cca_set_oom_callback)(cca_allocator_t *a, cca_oom_fn fn, void *arg)
-{
-    return cca_set_oom_callback_sized(a, fn, arg, CCA_V1_OOM);
-}
-
 static cca_status_t oom_last_view(cca_view_t *v, void *arg)
 {
     cca_oom_report_t *r = arg;
@@ -274,11 +267,6 @@ cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out
     _cca_view(a, oom_last_view, &r);
     _cca_oom_copy_out(out, out_size, &r);
     return CCA_OK;
-}
-
-cca_status_t (cca_last_oom_report)(cca_allocator_t *a, cca_oom_report_t *out)
-{
-    return cca_last_oom_report_sized(a, out, CCA_V1_OOM);
 }
 
 const char *cca_oom_verdict_string(cca_oom_verdict_t v)

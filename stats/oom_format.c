@@ -33,11 +33,6 @@ size_t cca_oom_report_format_sized(const cca_oom_report_t *r, size_t r_size, cha
     return oom_format_format(&mine, buf, len);
 }
 
-size_t (cca_oom_report_format)(const cca_oom_report_t *r, char *buf, size_t len)
-{
-    return cca_oom_report_format_sized(r, CCA_V1_OOM, buf, len);
-}
-
 static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len)
 {
     out_t o = { buf, buf ? len : 0, 0 };

@@ -148,11 +148,6 @@ cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, 
     return st;
 }
 
-cca_status_t (cca_snapshot_walk)(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg)
-{
-    return cca_snapshot_walk_sized(a, seg_cb, block_cb, arg, CCA_V1_SEG, CCA_V1_BLOCK);
-}
-
 const char *cca_snapshot_state_string(cca_snapshot_state_t s)
 {
     switch (s) {

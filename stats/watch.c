@@ -349,11 +349,6 @@ cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
     return CCA_OK;
 }
 
-cca_status_t (cca_scope_end)(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out)
-{
-    return cca_scope_end_sized(a, token, out, CCA_V1_SCOPE);
-}
-
 static cca_status_t watch_scope_end_view(cca_view_t *v, void *arg)
 {
     watch_req_t *q = arg;

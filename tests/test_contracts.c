@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include "common.h"
+#include "abi_v1.h"
 #include "internal.h"
 
 static void setup(void) { cca_sim_reset(); }
@@ -442,12 +443,79 @@ Test(contracts, an_older_programs_stats_struct_is_not_written_past)
     cca_stats_t full = stats_of(a);
     cr_assert_eq(memcmp(buf, &full, v1), 0, "the fields that fit are the same figures");
     memset(buf, PAD, sizeof buf);
-    cr_assert_eq((cca_get_stats)(a, (cca_stats_t *)(void *)buf), CCA_OK, "the plain symbol, as an old binary calls it");
+    cr_assert_eq(v1_cca_get_stats(a, (cca_stats_t *)(void *)buf), CCA_OK, "the plain symbol, as an old binary calls it");
     cr_assert(all_bytes(buf + v1, sizeof buf - v1, PAD));
     memset(buf, PAD, sizeof buf);                     /* a newer program: zeros past what we know */
     cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, sizeof buf), CCA_OK);
     cr_assert(all_bytes(buf + sizeof(cca_stats_t), 64, 0));
     cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, v1 - 8), CCA_ERROR_INVALID_ARGUMENT);
+    finish(a);
+}
+
+/* The first versions' sizes are numbers, not sizeofs: appending a field
+ * never moves them. Each is the offset of the first field appended after
+ * it; a struct nothing was appended to yet is still its own size (when
+ * one grows, its line here names the first new field instead). */
+Test(contracts, first_version_sizes_are_frozen_numbers)
+{
+    cr_assert_eq(CCA_V1_STATS, 904);
+    cr_assert_eq(offsetof(cca_stats_t, oversize_allocations), CCA_V1_STATS);
+    cr_assert_eq(CCA_V1_CONFIG, 120);
+    cr_assert_eq(offsetof(cca_config_t, expandable_segments), CCA_V1_CONFIG);
+    cr_assert_eq(CCA_V1_FRAG, 3168);
+    cr_assert_eq(sizeof(cca_frag_t), CCA_V1_FRAG, "cca_frag_t grew: pin CCA_V1_FRAG to its first new field");
+    cr_assert_eq(CCA_V1_SEG, 64);
+    cr_assert_eq(offsetof(cca_segment_info_t, is_expandable), CCA_V1_SEG);
+    cr_assert_eq(CCA_V1_BLOCK, 56);
+    cr_assert_eq(offsetof(cca_block_info_t, tag), CCA_V1_BLOCK);
+    cr_assert_eq(CCA_V1_OOM, 496);
+    cr_assert_eq(offsetof(cca_oom_report_t, need_cap), CCA_V1_OOM);
+    cr_assert_eq(CCA_V1_SCOPE, 48);
+    cr_assert_eq(offsetof(cca_scope_result_t, left_allocated), CCA_V1_SCOPE);
+    cr_assert_eq(CCA_V1_HISTORY, 56);
+    cr_assert_eq(sizeof(cca_history_entry_t), CCA_V1_HISTORY, "cca_history_entry_t grew: pin CCA_V1_HISTORY to its first new field");
+}
+
+/* A program built when cca_config_t ended at segment_growth_percent (120
+ * bytes): its config is read and filled, and a key whose field it lacks is
+ * refused with the reason instead of being dropped. */
+Test(contracts, a_first_version_config_is_used_and_keys_it_cannot_hold_are_refused)
+{
+    cca_sim_set_capacity(0, 1 * GiB);
+    unsigned char cb[CCA_V1_CONFIG + 16];
+    memset(cb, PAD, sizeof cb);
+    cca_config_t *c = (cca_config_t *)(void *)cb;
+    v1_cca_config_init(c);
+    cr_assert(all_bytes(cb + CCA_V1_CONFIG, 16, PAD), "written past the caller's struct");
+    char err[256] = "";
+    cr_assert_eq(v1_cca_config_parse(c, "max_split_size_mb:64,release_before_grow:True", err, sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c->max_split_size, 64 * MiB);
+    cr_assert_eq(c->release_before_grow, 1);
+    cr_assert(all_bytes(cb + CCA_V1_CONFIG, 16, PAD));
+    const char *refused[] = { "expandable_segments:True", "preset:expandable", "max_split_size_mb:32,expandable_segments:1" };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        cr_assert_eq(cca_config_parse_sized(c, CCA_V1_CONFIG, refused[i], err, sizeof err), CCA_ERROR_INVALID_CONFIG, "%s", refused[i]);
+        cr_assert(strstr(err, "expandable_segments") && strstr(err, "120-byte"), "%s", err);
+        cr_assert_str_eq(cca_last_error_string(), err);
+        cr_assert_eq(c->max_split_size, 64 * MiB, "a refused string changes nothing");
+    }
+    cr_assert_eq(cca_config_parse_sized(c, CCA_V1_CONFIG, "expandable_segments:False,preset:pytorch", err, sizeof err),
+                 CCA_ERROR_INVALID_CONFIG, "preset:pytorch after the key: given before a preset that sets it");
+    cr_assert_eq(cca_config_parse_sized(c, CCA_V1_CONFIG, "expandable_segments:False", err, sizeof err), CCA_OK,
+                 "the default the program cannot hold anyway: %s", err);
+    cr_assert(all_bytes(cb + CCA_V1_CONFIG, 16, PAD));
+    cca_allocator_t *a = NULL;
+    cr_assert_eq(v1_cca_create(c, &a), CCA_OK, "%s", cca_last_error_string());
+    cca_config_t now;
+    cr_assert_eq(cca_get_config(a, &now), CCA_OK);
+    cr_assert_eq(now.max_split_size, 64 * MiB);
+    cr_assert_eq(now.expandable_segments, 0, "the field it lacks keeps its default");
+    memset(cb, PAD, sizeof cb);
+    cr_assert_eq(v1_cca_get_config(a, c), CCA_OK);
+    cr_assert_eq(c->max_split_size, 64 * MiB);
+    cr_assert(all_bytes(cb + CCA_V1_CONFIG, 16, PAD));
+    cca_allocator_t *b = NULL;
+    cr_assert_eq(cca_create_sized(c, CCA_V1_CONFIG - 8, &b), CCA_ERROR_INVALID_ARGUMENT);
     finish(a);
 }
 
@@ -538,10 +606,10 @@ Test(contracts, an_older_programs_oom_report_is_not_written_past)
     size_t v1 = offsetof(cca_oom_report_t, need_cap);
     unsigned char buf[sizeof(cca_oom_report_t) + 16];
     memset(buf, PAD, sizeof buf);
-    cr_assert_eq((cca_last_oom_report)(a, (cca_oom_report_t *)(void *)buf), CCA_OK);
+    cr_assert_eq(v1_cca_last_oom_report(a, (cca_oom_report_t *)(void *)buf), CCA_OK);
     cr_assert(all_bytes(buf + v1, sizeof buf - v1, PAD));
     char t1[600], t2[600];
-    cr_assert_gt((cca_oom_report_format)((cca_oom_report_t *)(void *)buf, t1, sizeof t1), 0);
+    cr_assert_gt(v1_cca_oom_report_format((cca_oom_report_t *)(void *)buf, t1, sizeof t1), 0);
     cca_oom_report_t full;
     cr_assert_eq(cca_last_oom_report(a, &full), CCA_OK);
     cca_oom_report_format(&full, t2, sizeof t2);

@@ -4,6 +4,7 @@
  * fresh allocator must serve L and every rounding and segment edge below
  * it, and refuse L + 1. */
 #include "common.h"
+#include "abi_v1.h"
 
 static void setup(void) { cca_sim_reset(); }
 TestSuite(verdicts, .init = setup, .timeout = 120);
@@ -379,7 +380,7 @@ Test(verdicts, judging_an_older_programs_report_stays_inside_it)
     memset(buf, 0, v1);
     r->segment_size = r->rounded = 20 * MiB;
     r->device_total = 64 * MiB, r->device_free = 4 * MiB, r->reserved = 60 * MiB;
-    (cca_oom_judge)(r);                               /* as a binary built before need_* existed */
+    v1_cca_oom_judge(r);                              /* as a binary built before need_* existed */
     cr_assert_eq(r->verdict, CCA_OOM_EXHAUSTED);
     cr_assert_eq(r->shortfall, 16 * MiB);
     for (size_t i = v1; i < sizeof buf; i++) cr_assert_eq(buf[i], 0xAB, "byte %zu written", i);

@@ -328,6 +328,14 @@ def get_per_process_memory_fraction(device=None):
     return min(cap.value, total) / total if total else 1.0
 
 
+def _plain(v):
+    """A field's value as Python has it: a float, an int, or a list of them
+    for an array (a field appended later may be either)."""
+    if isinstance(v, ctypes.Array):
+        return [_plain(x) for x in v]
+    return v if isinstance(v, float) else int(v or 0)
+
+
 def fragmentation(device=None):
     """cca's fragmentation figures: reserved, allocated, requested, active,
     free_cached, largest_free, free_blocks, segments, inactive_split,
@@ -337,8 +345,7 @@ def fragmentation(device=None):
     f = cls()
     _check(_lib.lib().cca_get_fragmentation_sized(_allocator(device), ctypes.byref(f), ctypes.sizeof(f)),
            "cca_get_fragmentation")
-    out = {n: (float(getattr(f, n)) if n in ("external_fragmentation", "utilization") else int(getattr(f, n)))
-           for n in cls._cca_fields if n != "classes"}
+    out = {n: _plain(getattr(f, n)) for n in cls._cca_fields if n != "classes"}
     classes = {}
     for k in range(len(f.classes)):
         c = f.classes[k]

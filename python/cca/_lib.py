@@ -123,7 +123,7 @@ def _declare(lib):
         "cca_last_oom_report_sized": (st, [vp, vp, sz]),
         "cca_thread_last_oom_report_sized": (st, [vp, sz]),
         "cca_oom_report_format_sized": (sz, [vp, sz, c.c_char_p, sz]),
-        "cca_oom_judge": (None, [vp]),
+        "cca_oom_judge_sized": (None, [vp, sz]),
         "cca_oom_verdict_string": (c.c_char_p, [i]),
         "cca_snapshot_json": (st, [vp, vp, vp]),
         "cca_snapshot_json_history": (st, [vp, vp, vp]),
