@@ -20,16 +20,30 @@ void _cca_lock_all(cca_allocator_t *a)
     }
     a->all_locked = true;
     _cca_counters_refresh(a);
+    _cca_reap_pending(a);
+}
+
+void _cca_reap_pending(cca_allocator_t *a)
+{
     if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_streams_reap(a);
 }
 
+/* Ends an all-locked section. Figures it changed (a->unseen: the call's own
+ * change, or a retired stream's segments returned on the way) are told to
+ * the accounting first - after any reap still pending, so that a watch
+ * sees the figure the call leaves - and its callbacks run once unlocked. */
 void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
 {
+    _cca_reap_pending(a);
+    bool tell = a->unseen && (atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_WATCH);
+    a->unseen = false;
+    if (tell) _cca_acct_changed(a);
     a->change.kind = 0;
     _cca_counters_rebalance(a, trigger);
     a->all_locked = false;
     for (cca_stream_t *st = a->streams; st; st = st->next) _cca_unlock(&st->lock);
     _cca_unlock(&a->lock);
+    if (tell) a->acct.ops->after_change(a);
 }
 
 static inline bool alloc_hooked(cca_allocator_t *a)
@@ -37,13 +51,11 @@ static inline bool alloc_hooked(cca_allocator_t *a)
     return atomic_load_explicit(&a->hooks, memory_order_relaxed) != 0;
 }
 
-/* Releases the all-locked path after a change, running the watch hooks. */
+/* Releases the all-locked path after a change (the watches see it). */
 static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 {
-    bool hooks = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_WATCH;
-    if (hooks) _cca_acct_changed(a);
+    a->unseen = true;
     _cca_unlock_all(a, trigger);
-    if (hooks) a->acct.ops->after_change(a);
 }
 
 /* ---- allocation -------------------------------------------------------- */
@@ -61,6 +73,7 @@ static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
     a->stats.num_ooms++;
     if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
+    _cca_reap_pending(a);                             /* a retired stream's block that came back: the figures without it */
     cca_status_t s = _cca_fail(CCA_ERROR_OUT_OF_MEMORY,           /* forgets the thread's last report */
                                "cca: out of memory allocating %zu bytes on device %d%s", ctx->requested,
                                a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
@@ -87,6 +100,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
         return alloc_fail_oom(a, &ctx);
     }
     _cca_process_events(a);
+    _cca_reap_pending(a);                             /* a retired stream's last block came back: its segment goes first */
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
     if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc");
     size_t rounded = _cca_round_size(&a->cfg, size);

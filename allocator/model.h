@@ -249,6 +249,7 @@ struct cca_allocator {
         size_t size;
         int kind;                                     /* +1 taken, -1 freed */
     } change;
+    bool unseen;                                      /* all locked: figures changed that the accounting was not told yet */
     struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
         const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
         struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */

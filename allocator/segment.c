@@ -186,7 +186,7 @@ void _cca_release_cached(cca_allocator_t *a)
         next = s->next;
         if (!s->expandable && segment_unused(s)) _cca_release_segment(a, s);
     }
-    if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_streams_reap(a);   /* records left holding nothing */
+    _cca_reap_pending(a);                             /* records left holding nothing */
 }
 
 /* With max_split_size set: free oversize cached blocks of this stream, the

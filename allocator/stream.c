@@ -204,6 +204,7 @@ static bool stream_holds_segment(const cca_allocator_t *a, const cca_stream_t *s
 void _cca_streams_reap(cca_allocator_t *a)
 {
     atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
+    a->unseen = true;                                 /* segments may go back: the watches see the figures */
     bool fresh = false, holding = false;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         if (!st->dead && atomic_load_explicit(&st->dying, memory_order_relaxed)) {

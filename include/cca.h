@@ -301,19 +301,20 @@ typedef size_t (*cca_write_fn)(const char *data, size_t len, void *arg);
 typedef struct cca_size_class { CCA_SIZE_CLASS_FIELDS(CCA_MEMBER_) } cca_size_class_t;
 
 #define CCA_FRAG_FIELDS(X) \
-    X(size_t, reserved, , "bytes held from the device") \
+    X(size_t, reserved, , "bytes held from the device, as reserved_bytes (expandable: unmapped handles too)") \
     X(size_t, allocated, , "rounded bytes handed out") \
     X(size_t, requested, , "bytes the callers asked for") \
     X(size_t, active, , "allocated + pending free") \
-    X(size_t, free_cached, , "inactive bytes: reserved - active") \
+    X(size_t, free_cached, , "inactive bytes: reserved - active (unmapped handles included)") \
     X(size_t, largest_free, , "largest inactive block") \
     X(size_t, free_blocks, , "number of inactive blocks") \
     X(size_t, segments, , "number of device segments") \
     X(size_t, inactive_split, , "inactive bytes inside split segments") \
     X(size_t, internal_waste, , "allocated - requested (rounding)") \
-    X(double, external_fragmentation, , "1 - largest_free / free_cached; 0 when nothing is free") \
+    X(double, external_fragmentation, , "1 - max(largest_free, unmapped) / free_cached; 0 when nothing is free") \
     X(double, utilization, , "allocated / reserved; 0 when nothing is reserved") \
-    X(cca_size_class_t, classes, [CCA_SIZE_CLASSES], "occupancy per size class")
+    X(cca_size_class_t, classes, [CCA_SIZE_CLASSES], "occupancy per size class") \
+    X(size_t, unmapped, , "of free_cached, handles held unmapped (expandable segments): one piece, mapped wherever a segment grows")
 typedef struct cca_frag { CCA_FRAG_FIELDS(CCA_MEMBER_) } cca_frag_t;
 
 /* Fills *out from one walk of every segment and block.
@@ -539,8 +540,10 @@ typedef enum cca_watch_kind {
 typedef void (*cca_watch_fn)(void *arg, cca_watch_kind_t which, size_t bytes_now, int rising);
 
 /* Calls fn whenever the figure crosses `bytes`, seen at the end of each
- * cca_malloc, cca_free and cca_empty_cache; from the thread whose call
- * crossed it, after the lock is released, in the order of the crossings.
+ * cca_malloc, cca_free and cca_empty_cache, and of any call that returned
+ * a retired stream's segments to the device (after they went back, so a
+ * crossing is never one the call's own end undoes); from the thread whose
+ * call crossed it, after the lock is released, in the order of the crossings.
  * *id names the watch for cca_unwatch. CCA_ERROR_INVALID_ARGUMENT for a
  * NULL allocator, fn or id or an unknown kind; CCA_ERROR_OUT_OF_MEMORY if
  * host memory runs out. */

@@ -1,6 +1,8 @@
 /* frag.c - fragmentation figures from one walk of every segment and block
  * of a consistent view: free cached bytes, largest free block, the
- * derived ratios, and occupancy per power-of-two size class. */
+ * derived ratios, and occupancy per power-of-two size class. Handles held
+ * unmapped (expandable segments) count in reserved and free_cached as in
+ * reserved_bytes. */
 #include <string.h>
 #include "stats_internal.h"
 
@@ -42,9 +44,13 @@ void _cca_frag_of(const cca_view_t *v, cca_frag_t *f)
         f->reserved += s->size;
         for (const cca_block_t *b = s->first; b; b = b->next) frag_count_block(f, b);
     }
+    f->unmapped = (size_t)v->stats.unmapped_bytes.current;   /* reserved_bytes counts them; no segment holds them */
+    f->reserved += f->unmapped;
+    f->free_cached += f->unmapped;
     f->active = f->reserved - f->free_cached;
     f->internal_waste = f->allocated - f->requested;
-    f->external_fragmentation = f->free_cached ? 1.0 - (double)f->largest_free / (double)f->free_cached : 0.0;
+    size_t piece = f->largest_free > f->unmapped ? f->largest_free : f->unmapped;   /* handles map as one growth */
+    f->external_fragmentation = f->free_cached ? 1.0 - (double)piece / (double)f->free_cached : 0.0;
     f->utilization = f->reserved ? (double)f->allocated / (double)f->reserved : 0.0;
 }
 

@@ -509,3 +509,76 @@ Test(watch, scope_left_allocated_follows_its_own_blocks)
     free_ok(a, late);
     finish(a);
 }
+
+/* A retired stream whose last block is pending on another stream: the
+ * stream is retired while the block is live (retiring waits for the
+ * device, which would finish any pending work), the other stream's work
+ * is held, the block freed (pending: the segment stays), and then the
+ * work is let go. */
+typedef struct retired { cudaStream_t s2, s3; } retired_t;
+
+static retired_t retired_segment_pending(cca_allocator_t *a, size_t bytes)
+{
+    retired_t r;
+    cr_assert_eq(cudaStreamCreate(&r.s2), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&r.s3), cudaSuccess);
+    void *b = alloc_ok(a, bytes, r.s2);
+    cr_assert_eq(cca_record_stream(a, b, r.s3), CCA_OK);
+    cr_assert_eq(cca_stream_retire(a, r.s2), CCA_OK);
+    cca_sim_stream_hold(r.s3);
+    free_ok(a, b);                                    /* pending until s3's work is done */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.reserved_bytes[CCA_POOL_ALL].current, (int64_t)bytes, "kept while its block is pending");
+    cr_assert_eq(s.active_bytes[CCA_POOL_ALL].current, (int64_t)bytes);
+    cca_sim_stream_release(r.s3);                     /* done, but nothing has looked yet */
+    return r;
+}
+
+static void retired_destroy(retired_t r)
+{
+    cr_assert_eq(cudaStreamDestroy(r.s2), cudaSuccess);
+    cr_assert_eq(cudaStreamDestroy(r.s3), cudaSuccess);
+}
+
+/* The cca_malloc that finds the retired stream's last block came back
+ * returns its segment before it grows: its watch sees the figure it leaves
+ * (reserved never passed the threshold: no crossing, neither a rising one
+ * no longer true when delivered nor a falling one left for a later call). */
+Test(watch, a_retired_streams_segment_returned_inside_a_call_is_seen_by_it)
+{
+    cca_allocator_t *a = make_alloc("");
+    retired_t r = retired_segment_pending(a, 20 * MiB);
+    log_t l = { .a = a };
+    tag_t t = { &l, 1 };
+    uint64_t id;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, 30 * MiB, on_cross, &t, &id), CCA_OK);
+    void *p = alloc_ok(a, 20 * MiB, NULL);
+    cr_assert_eq(stats_of(a).reserved_bytes[CCA_POOL_ALL].current, (int64_t)(20 * MiB), "the retired stream's segment went back");
+    cr_assert_eq(l.n, 0, "reserved never passed 30 MiB, yet %d crossing(s) came, the first rising=%d at %zu", l.n,
+                 l.n ? l.ev[0].rising : -1, l.n ? l.ev[0].now : 0);
+    free_ok(a, p);
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(cca_unwatch(a, id), CCA_OK);
+    retired_destroy(r);
+    finish(a);
+}
+
+/* The same with an out-of-memory: the report's figures are those the call
+ * leaves, after the retired stream's segment went back. */
+Test(watch, oom_figures_after_a_retired_streams_segment_went_back)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    retired_t r = retired_segment_pending(a, 20 * MiB);
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 100 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_oom_report_t rep;
+    cr_assert_eq(cca_last_oom_report(a, &rep), CCA_OK);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(rep.reserved, (size_t)s.reserved_bytes[CCA_POOL_ALL].current, "report %zu, after the call %lld", rep.reserved,
+                 (long long)s.reserved_bytes[CCA_POOL_ALL].current);
+    cr_assert_eq(rep.reserved, 0, "reserved %zu (%zu free on the device)", rep.reserved, rep.device_free);
+    cr_assert_eq(rep.device_free, 64 * MiB);
+    retired_destroy(r);
+    finish(a);
+}

@@ -129,6 +129,43 @@ Test(expandable, unmaps_before_failing)
     finish_x(a);
 }
 
+/* Handles held unmapped count in the fragmentation figures as they do in
+ * reserved_bytes. Under a 64 MiB cap, full (A, B, C of 20 MiB, E of 4 MiB,
+ * in 2 MiB handles), B freed: a small request needs a 2 MiB small-pool
+ * range, which the cap refuses, so B's 10 handles are unmapped; one maps
+ * the small range and 9 (18 MiB) stay held. */
+Test(expandable, fragmentation_counts_unmapped_handles)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True,memory_limit_mb:64");
+    void *A = alloc_ok(a, 20 * MiB, 0), *B = alloc_ok(a, 20 * MiB, 0), *C = alloc_ok(a, 20 * MiB, 0);
+    void *E = alloc_ok(a, 4 * MiB, 0);
+    free_ok(a, B);
+    void *q = alloc_ok(a, 1000, 0);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, 64 * MiB);
+    cr_assert_eq(s.unmapped_bytes.current, (int64_t)(18 * MiB));
+    cr_assert_eq(s.num_device_free, 10);
+    cca_frag_t f;
+    cr_assert_eq(cca_get_fragmentation(a, &f), CCA_OK);
+    cr_assert_eq(f.reserved, 64 * MiB, "reserved %zu, as reserved_bytes", f.reserved);
+    cr_assert_eq(f.unmapped, 18 * MiB);
+    cr_assert_eq(f.allocated, 44 * MiB + 1024);
+    cr_assert_eq(f.active, 44 * MiB + 1024);
+    cr_assert_eq(f.free_cached, 20 * MiB - 1024, "free_cached %zu: the small range's rest and the held handles", f.free_cached);
+    cr_assert_eq(f.largest_free, 2 * MiB - 1024);
+    cr_assert_eq(f.segments, 3, "[A] hole [C E], the small range");
+    double util = (44.0 * MiB + 1024) / (64.0 * MiB), ext = 1.0 - 18.0 * MiB / (20.0 * MiB - 1024);
+    cr_assert(f.utilization > util - 1e-12 && f.utilization < util + 1e-12, "utilization %g, expected %g", f.utilization, util);
+    cr_assert(f.external_fragmentation > ext - 1e-12 && f.external_fragmentation < ext + 1e-12,
+              "external_fragmentation %g, expected %g: the held handles map as one piece", f.external_fragmentation, ext);
+    check_x(a);
+    free_ok(a, A);
+    free_ok(a, C);
+    free_ok(a, E);
+    free_ok(a, q);
+    finish_x(a);
+}
+
 /* Plenty of memory: empty_cache unmaps a free handle in the middle (two
  * ranges); growing fills the hole and joins them, and a new range right
  * below one (when that needs fewer new bytes than growing above) joins it. */

@@ -339,7 +339,9 @@ def _plain(v):
 def fragmentation(device=None):
     """cca's fragmentation figures: reserved, allocated, requested, active,
     free_cached, largest_free, free_blocks, segments, inactive_split,
-    internal_waste, external_fragmentation, utilization, and per size class
+    internal_waste, external_fragmentation, utilization, unmapped (handles
+    expandable segments hold unmapped, counted in reserved and free_cached)
+    and every field a later libcca appends, and per size class
     (2^k bytes) the free, allocated and pending blocks and bytes."""
     cls = _lib.struct("cca_frag_t")
     f = cls()

@@ -25,7 +25,7 @@
 /* The first versions (CCA_V1_* in the library), as this program's header has them. */
 #define V1_CONFIG offsetof(cca_config_t, expandable_segments)
 #define V1_STATS offsetof(cca_stats_t, oversize_allocations)
-#define V1_FRAG sizeof(cca_frag_t)
+#define V1_FRAG offsetof(cca_frag_t, unmapped)
 #define V1_SEG offsetof(cca_segment_info_t, is_expandable)
 #define V1_BLOCK offsetof(cca_block_info_t, tag)
 #define V1_OOM offsetof(cca_oom_report_t, need_cap)
