@@ -22,6 +22,7 @@
 #define CCA_V1_OOM     496                    /* up to advice */
 #define CCA_V1_SCOPE   48                     /* up to frees */
 #define CCA_V1_HISTORY 56                     /* up to device_free */
+#define CCA_V1_NOTICE  48                     /* up to bytes */
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`
  * bytes: the fields that fit, in order, and zeros past what we know. */

@@ -39,6 +39,8 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
     return CCA_OK;
 }
 
+uint64_t cca_allocator_id(const cca_allocator_t *a) { return a ? a->id : 0; }
+
 cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out)
 {
     if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");

@@ -16,6 +16,7 @@
 #define OOM_(type, name, dims, doc) FIELD_(cca_oom_report_t, type, name, dims, doc)
 #define SCOPE_(type, name, dims, doc) FIELD_(cca_scope_result_t, type, name, dims, doc)
 #define HISTORY_(type, name, dims, doc) FIELD_(cca_history_entry_t, type, name, dims, doc)
+#define NOTICE_(type, name, dims, doc) FIELD_(cca_notice_t, type, name, dims, doc)
 /* cca_stats_t's three lists: per-pool stats, counters, the appended tail */
 #define STATS_POOL_(name, doc) FIELD_(cca_stats_t, cca_stat_t, name, , doc)
 #define STATS_CTR_(name, doc) FIELD_(cca_stats_t, int64_t, name, , doc)
@@ -33,6 +34,7 @@ static const cca_field_layout_t block_fields[] = { CCA_BLOCK_INFO_FIELDS(BLOCK_)
 static const cca_field_layout_t oom_fields[] = { CCA_OOM_REPORT_FIELDS(OOM_) };
 static const cca_field_layout_t scope_fields[] = { CCA_SCOPE_RESULT_FIELDS(SCOPE_) };
 static const cca_field_layout_t history_fields[] = { CCA_HISTORY_ENTRY_FIELDS(HISTORY_) };
+static const cca_field_layout_t notice_fields[] = { CCA_NOTICE_FIELDS(NOTICE_) };
 
 #define N(x) (sizeof x / sizeof x[0])
 static const cca_struct_layout_t layouts[] = {
@@ -46,6 +48,7 @@ static const cca_struct_layout_t layouts[] = {
     { "cca_oom_report_t", sizeof(cca_oom_report_t), N(oom_fields), oom_fields },
     { "cca_scope_result_t", sizeof(cca_scope_result_t), N(scope_fields), scope_fields },
     { "cca_history_entry_t", sizeof(cca_history_entry_t), N(history_fields), history_fields },
+    { "cca_notice_t", sizeof(cca_notice_t), N(notice_fields), notice_fields },
 };
 
 const cca_struct_layout_t *cca_struct_layouts(size_t *count)

@@ -268,8 +268,10 @@ CCA_API cca_status_t cca_default_existing(int device, cca_allocator_t **out);
 
 /* The calling thread's current CUDA device (cudaGetDevice), and a device's
  * free and total memory (cudaMemGetInfo, the caller's device left as it
- * was), for bindings that load no runtime themselves. CCA_ERROR_CUDA with
- * the runtime's reason, CCA_ERROR_INVALID_ARGUMENT for NULL outputs. */
+ * was), for bindings that load no runtime themselves.
+ * CCA_ERROR_INVALID_ARGUMENT for NULL outputs and, from cca_mem_get_info,
+ * a device the runtime does not have (cudaErrorInvalidDevice);
+ * CCA_ERROR_CUDA with the runtime's reason for any other failure. */
 CCA_API cca_status_t cca_current_device(int *device);
 CCA_API cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes);
 
@@ -658,9 +660,35 @@ typedef enum cca_notice_kind {
  * (negative: without limit; 0: not at all). Fills what the caller asks
  * for (any pointer may be NULL): the device of the allocator, the watch's
  * id (WATCH) or the report's seq (OOM), which figure, its threshold, the
- * figure's bytes when crossed, and rising (1 above, 0 back at or below). */
+ * figure's bytes when crossed, and rising (1 above, 0 back at or below).
+ * Two allocators on one device have watch ids of their own that may be
+ * equal: cca_notice_take also names the allocator. */
 CCA_API cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
                                           size_t *threshold, size_t *bytes, int *rising);
+
+/* A notice as cca_notice_take gives it. */
+#define CCA_NOTICE_FIELDS(X) \
+    X(cca_notice_kind_t, kind, , "CCA_NOTICE_WATCH or CCA_NOTICE_OOM; CCA_NOTICE_NONE: none came in time") \
+    X(int, device, , "the allocator's device") \
+    X(uint64_t, allocator, , "the allocator's id (cca_allocator_id): which of several on one device") \
+    X(uint64_t, id, , "WATCH: the watch's id (ids are the allocator's own); OOM: the report's seq") \
+    X(cca_watch_kind_t, which, , "WATCH: the figure") \
+    X(int, rising, , "WATCH: 1 above, 0 back at or below") \
+    X(size_t, threshold, , "WATCH: its threshold") \
+    X(size_t, bytes, , "WATCH: the figure's bytes when crossed")
+typedef struct cca_notice { CCA_NOTICE_FIELDS(CCA_MEMBER_) } cca_notice_t;
+
+/* cca_notice_wait with the allocator named: takes the oldest notice of the
+ * process, waiting as cca_notice_wait does, into *out (kind NONE and the
+ * rest zero when none came). Returns the kind. A NULL out, or a size below
+ * the first cca_notice_t's, takes nothing and returns CCA_NOTICE_NONE. */
+CCA_API cca_notice_kind_t cca_notice_take_sized(int timeout_ms, cca_notice_t *out, size_t out_size);
+CCA_PLAIN_(cca_notice_kind_t, cca_notice_take, (int timeout_ms, cca_notice_t *out),
+           return cca_notice_take_sized(timeout_ms, out, sizeof *out))
+
+/* A number naming allocator a for the life of the process, never reused
+ * (notices carry it); 0 for NULL. */
+CCA_API uint64_t cca_allocator_id(const cca_allocator_t *a);
 
 /* Notices queued and not yet taken; notices queued since the process
  * started (*queued) and dropped because host memory ran out (*dropped);

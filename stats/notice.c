@@ -13,14 +13,7 @@
 #include <time.h>
 #include "stats_internal.h"
 
-typedef struct notice {
-    cca_notice_kind_t kind;
-    int device;
-    uint64_t id;
-    cca_watch_kind_t which;
-    size_t threshold, bytes;
-    int rising;
-} notice_t;
+typedef cca_notice_t notice_t;
 
 static struct {
     pthread_mutex_t mu;
@@ -57,18 +50,20 @@ static void notice_push(const notice_t *x)
     pthread_mutex_unlock(&nq.mu);
 }
 
-void _cca_notice_watch(int device, uint64_t id, cca_watch_kind_t which, size_t threshold, size_t bytes, int rising)
+void _cca_notice_watch(const cca_allocator_t *a, uint64_t id, cca_watch_kind_t which, size_t threshold, size_t bytes,
+                       int rising)
 {
-    notice_push(&(notice_t){ CCA_NOTICE_WATCH, device, id, which, threshold, bytes, rising });
+    notice_push(&(notice_t){ .kind = CCA_NOTICE_WATCH, .device = a->cfg.device, .allocator = a->id, .id = id,
+                             .which = which, .rising = rising, .threshold = threshold, .bytes = bytes });
 }
 
-void _cca_notice_oom(int device, uint64_t seq)
+void _cca_notice_oom(const cca_allocator_t *a, uint64_t seq)
 {
-    notice_push(&(notice_t){ CCA_NOTICE_OOM, device, seq, CCA_WATCH_ALLOCATED, 0, 0, 0 });
+    notice_push(&(notice_t){ .kind = CCA_NOTICE_OOM, .device = a->cfg.device, .allocator = a->id, .id = seq });
 }
 
-cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
-                                  size_t *threshold, size_t *bytes, int *rising)
+/* The oldest notice, waiting up to timeout_ms (kind NONE: none came). */
+static notice_t notice_take(int timeout_ms)
 {
     struct timespec until;
     if (timeout_ms > 0) {
@@ -89,6 +84,21 @@ cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca
         nq.n--;
     }
     pthread_mutex_unlock(&nq.mu);
+    return x;
+}
+
+cca_notice_kind_t cca_notice_take_sized(int timeout_ms, cca_notice_t *out, size_t out_size)
+{
+    if (!out || out_size < CCA_V1_NOTICE) return CCA_NOTICE_NONE;
+    notice_t x = notice_take(timeout_ms);
+    _cca_copy_out(out, out_size, &x, sizeof x);
+    return x.kind;
+}
+
+cca_notice_kind_t cca_notice_wait(int timeout_ms, int *device, uint64_t *id, cca_watch_kind_t *which,
+                                  size_t *threshold, size_t *bytes, int *rising)
+{
+    notice_t x = notice_take(timeout_ms);
     if (x.kind != CCA_NOTICE_NONE) {
         if (device) *device = x.device;
         if (id) *id = x.id;

@@ -194,7 +194,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
     cca_oom_fn fn = cb.fn;
     void *arg = cb.arg;
     size_t size = cb.size;
-    if (cb.notice) _cca_notice_oom(a->cfg.device, r.seq);   /* the report's seq: cca_last_oom_report */
+    if (cb.notice) _cca_notice_oom(a, r.seq);   /* the report's seq: cca_last_oom_report */
     if (!fn) return;
     cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
     if (size < sizeof r) {                            /* an older caller's struct */

@@ -130,7 +130,7 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
     for (size_t i = first; i < tq.n; i++) {           /* so that every thread's crossings queue in order */
         const crossing_t *c = &tq.q[i];
         if (c->fn) tq.q[kept++] = *c;
-        else _cca_notice_watch(v->a->cfg.device, c->watch_id, c->which, c->threshold, c->now, c->rising);
+        else _cca_notice_watch(v->a, c->watch_id, c->which, c->threshold, c->now, c->rising);
     }
     tq.n = kept;
 }

@@ -86,6 +86,7 @@ int cca_probe_fill(const char *name, void *out)
     STRUCT_("cca_oom_report_t", cca_oom_report_t, CCA_OOM_REPORT_FIELDS)
     STRUCT_("cca_scope_result_t", cca_scope_result_t, CCA_SCOPE_RESULT_FIELDS)
     STRUCT_("cca_history_entry_t", cca_history_entry_t, CCA_HISTORY_ENTRY_FIELDS)
+    STRUCT_("cca_notice_t", cca_notice_t, CCA_NOTICE_FIELDS)
 #undef ONE_
 #undef STRUCT_
     return -1;

@@ -375,6 +375,55 @@ Test(watch, queued_crossings_become_notices_in_order)
     finish(a);
 }
 
+/* Two allocators on one device number their watches alike: a notice
+ * names its allocator (cca_notice_take), and the old call still works. */
+Test(watch, notices_name_their_allocator)
+{
+    drain_notices();
+    cca_allocator_t *a = make_alloc(""), *b = make_alloc("");
+    cr_assert_neq(cca_allocator_id(a), cca_allocator_id(b));
+    cr_assert_neq(cca_allocator_id(a), 0u);
+    cr_assert_eq(cca_allocator_id(NULL), 0u);
+    uint64_t ia, ib;
+    cr_assert_eq(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 1 * MiB, &ia), CCA_OK);
+    cr_assert_eq(cca_watch_threshold_queued(b, CCA_WATCH_ALLOCATED, 1 * MiB, &ib), CCA_OK);
+    cr_assert_eq(ia, ib, "each allocator numbers its own watches");
+    void *pb = alloc_ok(b, 2 * MiB, NULL), *pa = alloc_ok(a, 3 * MiB, NULL);
+    cr_assert_eq(cca_oom_notices(a, 1), CCA_OK);
+    cca_sim_set_capacity(0, 64 * MiB);
+    void *big = NULL;
+    cr_assert_eq(cca_malloc(a, &big, 100 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_notice_t n;
+    memset(&n, 0xAB, sizeof n);
+    cr_assert_eq(cca_notice_take(0, &n), CCA_NOTICE_WATCH);
+    cr_assert_eq(n.kind, CCA_NOTICE_WATCH);
+    cr_assert_eq(n.allocator, cca_allocator_id(b), "b's crossing came first");
+    cr_assert_eq((n.device == 0) + (n.id == ib) + (n.which == CCA_WATCH_ALLOCATED) + (n.rising == 1), 4);
+    cr_assert_eq((n.threshold == 1 * MiB) + (n.bytes == 2 * MiB), 2);
+    cr_assert_eq(cca_notice_take(0, &n), CCA_NOTICE_WATCH);
+    cr_assert_eq(n.allocator, cca_allocator_id(a));
+    cr_assert_eq((n.id == ia) + (n.bytes == 3 * MiB), 2);
+    cr_assert_eq(cca_notice_take(0, &n), CCA_NOTICE_OOM);
+    cr_assert_eq(n.allocator, cca_allocator_id(a));
+    cr_assert_eq(n.id, 1u, "the report's seq");
+    memset(&n, 0xAB, sizeof n);
+    cr_assert_eq(cca_notice_take(0, &n), CCA_NOTICE_NONE);
+    cr_assert_eq((n.kind == CCA_NOTICE_NONE) + (n.allocator == 0) + (n.bytes == 0), 3, "none: all zero");
+    cr_assert_eq(cca_notice_take_sized(0, &n, 8), CCA_NOTICE_NONE, "too small to be one: nothing taken");
+    cr_assert_eq(cca_notice_take(0, NULL), CCA_NOTICE_NONE);
+    free_ok(a, pa);                                   /* both fall back: the old call reads them */
+    free_ok(b, pb);
+    uint64_t id = 9;
+    int rising = 9;
+    cr_assert_eq(cca_notice_wait(0, NULL, &id, NULL, NULL, NULL, &rising), CCA_NOTICE_WATCH);
+    cr_assert_eq((id == ia) + (rising == 0), 2);
+    cr_assert_eq(cca_notice_wait(0, NULL, &id, NULL, NULL, NULL, &rising), CCA_NOTICE_WATCH);
+    cr_assert_eq(cca_oom_notices(a, 0), CCA_OK);
+    check_ok(b);
+    cca_destroy(b);
+    finish(a);
+}
+
 static void *notice_waiter(void *arg)
 {
     int *kind = arg;

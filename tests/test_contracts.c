@@ -474,6 +474,8 @@ Test(contracts, first_version_sizes_are_frozen_numbers)
     cr_assert_eq(offsetof(cca_scope_result_t, left_allocated), CCA_V1_SCOPE);
     cr_assert_eq(CCA_V1_HISTORY, 56);
     cr_assert_eq(sizeof(cca_history_entry_t), CCA_V1_HISTORY, "cca_history_entry_t grew: pin CCA_V1_HISTORY to its first new field");
+    cr_assert_eq(CCA_V1_NOTICE, 48);
+    cr_assert_eq(sizeof(cca_notice_t), CCA_V1_NOTICE, "cca_notice_t grew: pin CCA_V1_NOTICE to its first new field");
 }
 
 /* A program built when cca_config_t ended at segment_growth_percent (120
@@ -640,7 +642,7 @@ Test(contracts, struct_layouts_describe_every_public_struct)
 {
     size_t n = 0;
     const cca_struct_layout_t *all = cca_struct_layouts(&n);
-    cr_assert_eq(n, 10);
+    cr_assert_eq(n, 11);
     for (size_t i = 0; i < n; i++) {
         const cca_struct_layout_t *l = &all[i];
         cr_assert_eq(cca_struct_layout(l->name), l);
@@ -674,6 +676,9 @@ Test(contracts, struct_layouts_describe_every_public_struct)
     const cca_struct_layout_t *c = cca_struct_layout("cca_config_t");
     cr_assert_str_eq(c->fields[2].name, "roundup_power2_divisions");
     cr_assert_eq(c->fields[2].count, CCA_ROUNDUP_INTERVALS);
+    const cca_struct_layout_t *nt = cca_struct_layout("cca_notice_t");
+    cr_assert_str_eq(nt->fields[2].name, "allocator");
+    cr_assert_eq(nt->fields[2].offset, offsetof(cca_notice_t, allocator));
     cr_assert_null(cca_struct_layout("nope"));
     cr_assert_null(cca_struct_layout(NULL));
 }
@@ -733,4 +738,27 @@ Test(contracts, an_out_of_memory_without_a_report_forgets_the_threads_last_one)
     cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
     cr_assert_eq(r.requested, 45 * MiB, "the next allocation's report replaces it");
     finish(a);
+}
+
+/* cca_mem_get_info and cca_current_device, as cca.h says. */
+Test(contracts, mem_get_info_names_a_bad_device_an_invalid_argument)
+{
+    cca_sim_set_device_count(2);
+    cca_sim_set_capacity(1, 3 * GiB);
+    cr_assert_eq(cudaSetDevice(0), cudaSuccess);
+    size_t f = 1, t = 1;
+    cr_assert_eq(cca_mem_get_info(1, &f, &t), CCA_OK);
+    cr_assert_eq(t, 3 * GiB);
+    cr_assert_eq(f, 3 * GiB);
+    int cur = -1;
+    cr_assert_eq(cca_current_device(&cur), CCA_OK);
+    cr_assert_eq(cur, 0, "the caller's device is left as it was");
+    cr_assert_eq(cca_mem_get_info(7, &f, &t), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "cca_mem_get_info(7)"), "%s", cca_last_error_string());
+    cr_assert_eq(cca_mem_get_info(-1, &f, &t), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_mem_get_info(0, NULL, &t), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_current_device(NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "no error left in the runtime's slot");
+    cr_assert_eq(cca_current_device(&cur), CCA_OK);
+    cr_assert_eq(cur, 0);
 }

@@ -20,6 +20,7 @@ import threading
 _lock = threading.Lock()
 _lib = None
 _structs = {}
+_unbuilt = {}                                         # struct name -> the C types no ctypes type exists for
 
 _SCALARS = {
     "int": ctypes.c_int,
@@ -34,6 +35,8 @@ _SCALARS = {
     "cudaStream_t": ctypes.c_void_p,
     "cca_oom_verdict_t": ctypes.c_int,
     "cca_snapshot_state_t": ctypes.c_int,
+    "cca_notice_kind_t": ctypes.c_int,
+    "cca_watch_kind_t": ctypes.c_int,
 }
 
 
@@ -144,6 +147,8 @@ def _declare(lib):
         "cca_notice_wait": (i, [i, c.POINTER(i), c.POINTER(c.c_uint64), c.POINTER(i), c.POINTER(sz), c.POINTER(sz),
                                 c.POINTER(i)]),
         "cca_notice_pending": (sz, [c.POINTER(c.c_uint64), c.POINTER(c.c_uint64)]),
+        "cca_notice_take_sized": (i, [i, vp, sz]),
+        "cca_allocator_id": (c.c_uint64, [vp]),
         "cca_scope_begin": (st, [vp, c.POINTER(c.c_uint64)]),
         "cca_scope_end_sized": (st, [vp, c.c_uint64, vp, sz]),
         "cca_tag_id": (st, [c.c_char_p, c.POINTER(c.c_uint32)]),
@@ -213,14 +218,20 @@ def _build_structs(handle):
             built[name] = cls
             pending.remove(lay)
             progress = True
-        if not progress:
-            raise TypeError("cca: cannot build " + ", ".join(p.name.decode() for p in pending))
+        if not progress:                              # a newer libcca's struct of a type this package lacks:
+            for p in pending:                         # the others still work, and this one says why it cannot
+                _unbuilt[p.name.decode()] = sorted({p.fields[j].type.decode() for j in range(p.n_fields)}
+                                                   - set(_SCALARS) - set(built))
+            break
     _structs.update(built)
 
 
 def struct(name):
     """The ctypes class of a cca struct ("cca_stats_t", ...), from its layout."""
     lib()
+    if name in _unbuilt:
+        raise TypeError("cca: this package has no ctypes type for %s's C type(s) %s (a newer libcca than the package)"
+                        % (name, ", ".join(_unbuilt[name])))
     return _structs[name]
 
 

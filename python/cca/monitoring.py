@@ -6,7 +6,7 @@ background monitor: the tools PyTorch users otherwise write by hand.
 reports an out-of-memory. Both callbacks run on one thread cca's package
 owns ("cca-delivery"), in the order the crossings happened, never inside
 the allocating call: the allocating thread only queues a notice (C's
-``cca_notice_wait``), so it needs neither the GIL nor anything else a
+``cca_notice_take``), so it needs neither the GIL nor anything else a
 callback may hold, and a callback may call any ``cca`` or ``torch.cuda``
 function.
 
@@ -53,8 +53,8 @@ Crossing.__doc__ = """A watch's crossing: ``what`` ("allocated"/"reserved") went
 ``threshold`` (``rising`` True) or back to it or below, ``bytes`` when it did."""
 
 _mu = threading.Lock()
-_watches = {}                                         # (device, id) -> Watch
-_oom = {}                                             # device -> [OomHandler]
+_watches = {}                                         # (allocator id, watch id) -> Watch
+_oom = {}                                             # allocator id -> [OomHandler]
 _thread = None
 
 
@@ -63,25 +63,27 @@ def _report_error(what):
     traceback.print_exc()
 
 
+def _allocator_id(a):
+    return int(_lib.lib().cca_allocator_id(a))
+
+
 def _loop():
     lib = _lib.lib()
-    dev, wid, which, rising = ctypes.c_int(), ctypes.c_uint64(), ctypes.c_int(), ctypes.c_int()
-    th, now = ctypes.c_size_t(), ctypes.c_size_t()
-    while True:
-        kind = lib.cca_notice_wait(250, ctypes.byref(dev), ctypes.byref(wid), ctypes.byref(which), ctypes.byref(th),
-                                   ctypes.byref(now), ctypes.byref(rising))
+    n = _lib.struct("cca_notice_t")()
+    while True:                                       # notices name their allocator: only ours are delivered
+        kind = lib.cca_notice_take_sized(250, ctypes.byref(n), ctypes.sizeof(n))
         try:                                          # nothing a notice brings ends the thread
             if kind == 1:
                 with _mu:
-                    w = _watches.get((dev.value, wid.value))
+                    w = _watches.get((int(n.allocator), int(n.id)))
                 if w is not None:
-                    w._deliver(Crossing(dev.value, _WHAT_NAME.get(which.value, "allocated"), int(th.value),
-                                        int(now.value), bool(rising.value)))
+                    w._deliver(Crossing(int(n.device), _WHAT_NAME.get(int(n.which), "allocated"), int(n.threshold),
+                                        int(n.bytes), bool(n.rising)))
             elif kind == 2:
                 with _mu:
-                    handlers = list(_oom.get(dev.value, ()))
+                    handlers = list(_oom.get(int(n.allocator), ()))
                 if handlers:
-                    report = _pkg().last_oom(dev.value)
+                    report = _pkg().last_oom(int(n.device))
                     for h in handlers:
                         h._deliver(report)
         except BaseException:                         # noqa: BLE001
@@ -100,8 +102,9 @@ class Watch:
     """A threshold watch; ``remove()`` (or leaving its ``with`` block) ends it:
     no callback of it starts afterwards. ``crossings`` counts its deliveries."""
 
-    def __init__(self, device, wid, callback, what, nbytes):
+    def __init__(self, device, wid, callback, what, nbytes, key):
         self.device, self.id, self.what, self.nbytes = device, wid, what, nbytes
+        self._key = key                               # (allocator id, watch id): the notices' names
         self._callback = callback
         self.crossings = 0
         self._removed = False
@@ -120,7 +123,7 @@ class Watch:
             if self._removed:
                 return
             self._removed = True
-            _watches.pop((self.device, self.id), None)
+            _watches.pop(self._key, None)
         pkg = _pkg()
         a = pkg._allocator(self.device)
         pkg._check(_lib.lib().cca_unwatch(a, self.id), "cca_unwatch")
@@ -158,16 +161,18 @@ def watch(nbytes, callback, what="allocated", device=None):
     with _mu:                                         # registered before its first notice can be looked up
         pkg._check(_lib.lib().cca_watch_threshold_queued(a, _WHAT[what], int(nbytes), ctypes.byref(wid)),
                    "cca.watch")
-        w = Watch(d, wid.value, callback, what, int(nbytes))
-        _watches[(d, wid.value)] = w
+        key = (_allocator_id(a), wid.value)
+        w = Watch(d, wid.value, callback, what, int(nbytes), key)
+        _watches[key] = w
     return w
 
 
 class OomHandler:
     """An out-of-memory callback; ``remove()`` ends it."""
 
-    def __init__(self, device, callback):
+    def __init__(self, device, callback, allocator_id):
         self.device = device
+        self._aid = allocator_id
         self._callback = callback
         self.calls = 0
         self._removed = False
@@ -187,7 +192,7 @@ class OomHandler:
             if self._removed:
                 return
             self._removed = True
-            handlers = _oom.get(self.device, [])
+            handlers = _oom.get(self._aid, [])
             if self in handlers:
                 handlers.remove(self)
             if not handlers:
@@ -212,10 +217,10 @@ def on_oom(callback, device=None):
     d = pkg._device_index(device)
     a = pkg._allocator(d)
     _ensure_thread()
-    h = OomHandler(d, callback)
+    h = OomHandler(d, callback, _allocator_id(a))
     with _mu:
         pkg._check(_lib.lib().cca_oom_notices(a, 1), "cca_oom_notices")
-        _oom.setdefault(d, []).append(h)
+        _oom.setdefault(h._aid, []).append(h)
     return h
 
 

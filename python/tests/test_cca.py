@@ -297,7 +297,8 @@ def _check_stat(stat, base):
 
 
 @pytest.mark.parametrize("name", ["cca_stats_t", "cca_config_t", "cca_frag_t", "cca_segment_info_t",
-                                  "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t", "cca_history_entry_t"])
+                                  "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t", "cca_history_entry_t",
+                                  "cca_notice_t"])
 def test_ctypes_layouts_read_what_c_wrote(probe, name):
     cls = _lib.struct(name)
     obj = cls()

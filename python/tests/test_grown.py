@@ -66,7 +66,8 @@ out["profile"] = rel({k: v for k, v in vars(prof.result).items() if k not in ("w
 out["summary"] = cca.memory_summary(0)
 out["config"] = rel(cca._allocator_settings())
 out["sizes"] = {n: ctypes.sizeof(_lib.struct(n)) for n in ("cca_config_t", "cca_stats_t", "cca_frag_t",
-                "cca_segment_info_t", "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t", "cca_history_entry_t")}
+                "cca_segment_info_t", "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t", "cca_history_entry_t",
+                "cca_notice_t")}
 for p in ptrs:
     if isinstance(p, int) and p != ptrs[1]:
         assert lib.cca_free(a, ctypes.c_void_p(p)) == 0

@@ -372,3 +372,46 @@ def test_monitor_stop_never_replaces_the_bodys_exception(dev, sim, capsys):
             time.sleep(0.05)
             raise KeyError("the body's own")
     assert "Monitor" in capsys.readouterr().err
+
+
+def test_notices_of_another_allocator_on_the_device_are_not_ours(dev):
+    """A program's own allocator on the device numbers its watches as the
+    default allocator does (each from 1: here made to meet); the delivery
+    thread takes every notice of the process, and delivers only those of
+    the allocator a watch or handler was set on (notices name their
+    allocator)."""
+    d = dev
+    lib = _lib.lib()
+    seen, ooms = [], []
+    w = cca.watch(1 * MiB, seen.append, device=d)
+    h = cca.on_oom(ooms.append, device=d)
+    cfg = _lib.struct("cca_config_t")()
+    lib.cca_config_init_sized.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.cca_config_init_sized(ctypes.byref(cfg), ctypes.sizeof(cfg))
+    cfg.device = d
+    lib.cca_create_sized.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+    lib.cca_destroy.argtypes = [ctypes.c_void_p]
+    other = ctypes.c_void_p()
+    assert lib.cca_create_sized(ctypes.byref(cfg), ctypes.sizeof(cfg), ctypes.byref(other)) == 0
+    try:
+        wid = ctypes.c_uint64()
+        for _ in range(w.id - 1):                     # ids 1, 2, ...: watches that never cross, up to w.id - 1
+            assert lib.cca_watch_threshold_queued(other, 0, 1 << 60, ctypes.byref(wid)) == 0
+        assert lib.cca_watch_threshold_queued(other, 0, 1 * MiB, ctypes.byref(wid)) == 0
+        assert wid.value == w.id, "the same watch id on both allocators"
+        assert lib.cca_oom_notices(other, 1) == 0
+        assert lib.cca_allocator_id(other) != lib.cca_allocator_id(_alloc(d))
+        p = ctypes.c_void_p()
+        assert lib.cca_malloc(other, ctypes.byref(p), 4 * MiB, None) == 0       # the other allocator's crossing
+        assert lib.cca_malloc(other, ctypes.byref(ctypes.c_void_p()), 1 << 50, None) != 0   # and its OOM
+        q = c_malloc(d, 2 * MiB)                                                # ours, queued after them
+        assert wait_for(lambda: len(seen) == 1)
+        time.sleep(0.05)
+        assert [(c.bytes, c.rising) for c in seen] == [(2 * MiB, True)], "only the default allocator's crossing"
+        assert ooms == [], "the other allocator's out-of-memory is not the device's"
+        c_free(d, q)
+        assert lib.cca_free(other, p) == 0
+    finally:
+        w.remove()
+        h.remove()
+        lib.cca_destroy(other)

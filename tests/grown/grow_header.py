@@ -19,6 +19,7 @@ GROWABLE = {
     "CCA_OOM_REPORT_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_SCOPE_RESULT_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_HISTORY_ENTRY_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
+    "CCA_NOTICE_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
 }
 FIXED = {
     "CCA_STAT_PARTS": "cca_stat_t sits in arrays of cca_stats_t: it never grows",

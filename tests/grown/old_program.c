@@ -197,6 +197,9 @@ int main(void)
      * three out-of-memory failures (300 MiB rounds to 320 MiB, over the 200 MiB cap), one for each way
      * of setting the OOM callback */
     check(cca_record_history(a, 64) == CCA_OK, "cca_record_history");
+    uint64_t wid;
+    check(cca_watch_threshold_queued(a, CCA_WATCH_ALLOCATED, 50 * MiB, &wid) == CCA_OK, "cca_watch_threshold_queued");
+    check(cca_oom_notices(a, 1) == CCA_OK, "cca_oom_notices");
     uint64_t tok[3];
     for (int i = 0; i < 3; i++) check(cca_scope_begin(a, &tok[i]) == CCA_OK, "cca_scope_begin");
     void *q[4];
@@ -221,6 +224,24 @@ int main(void)
         check(all_pad(seen[way], oom_seen_size, sizeof seen[way]), "the callback's report, past what it reads");
     }
     check(cca_set_oom_callback(a, NULL, NULL) == CCA_OK, "cca_set_oom_callback(NULL)");
+
+    /* notices: the watch's rising crossing (at the 80 MiB block), then the three reports; two taken each way */
+    cca_notice_kind_t (*p_take)(int, cca_notice_t *) = &cca_notice_take;
+    for (int k = 0; k < 4; k++) {
+        unsigned char *buf = k % 2 ? p_ : w_;
+        cca_notice_kind_t kind = k % 2 ? p_take(0, (cca_notice_t *)padded(buf, sizeof(cca_notice_t)))
+                                       : cca_notice_take(0, (cca_notice_t *)padded(buf, sizeof(cca_notice_t)));
+        check(all_pad(buf, sizeof(cca_notice_t), sizeof(cca_notice_t) + SLACK), "cca_notice_take wrote past the caller's struct");
+        cca_notice_t n;
+        memcpy(&n, buf, sizeof n);
+        check(kind == (k ? CCA_NOTICE_OOM : CCA_NOTICE_WATCH) && n.kind == kind, "the notices' kinds, in order");
+        check(n.allocator == cca_allocator_id(a) && n.device == 0, "a notice names its allocator");
+        check(k ? n.id == (uint64_t)k : n.id == wid && n.rising == 1 && n.threshold == 50 * MiB, "the notice's figures");
+        printf("notice %d: kind %d, id %llu, which %d, rising %d, threshold %zu, bytes %zu\n", k, (int)n.kind,
+               (unsigned long long)n.id, (int)n.which, n.rising, n.threshold, n.bytes);
+    }
+    check(cca_notice_take(0, (cca_notice_t *)padded(w_, sizeof(cca_notice_t))) == CCA_NOTICE_NONE, "no more notices");
+    check(cca_oom_notices(a, 0) == CCA_OK && cca_unwatch(a, wid) == CCA_OK, "notices off");
 
     /* statistics */
     cca_status_t (*p_stats)(cca_allocator_t *, cca_stats_t *) = &cca_get_stats;
