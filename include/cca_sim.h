@@ -53,6 +53,12 @@ void          cca_sim_stream_hold(cudaStream_t s);
 void          cca_sim_stream_release(cudaStream_t s);
 /* The call to api that follows `after` more successful ones fails once with err. */
 void          cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err);
+/* The same for `times` calls in a row: the call that follows `after` more
+ * successful ones and the times - 1 calls to api after it all fail with err
+ * (a fault that outlasts a caller's retries); then api works again.
+ * cca_sim_fail is times = 1; times = 0 or cudaSuccess disarms. Arming api
+ * again replaces what was armed for it. */
+void          cca_sim_fail_times(cca_sim_api_t api, unsigned long after, unsigned long times, cudaError_t err);
 /* The k-th runtime call from now (k >= 1; 1: the next), of any API that can
  * fail - all but cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString
  * and cudaGetErrorName, which never fail in the runtime - fails once with

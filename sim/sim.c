@@ -103,7 +103,8 @@ static struct {
     uint32_t *efree;
     uint32_t nefree;
     sim_ptrmap_t allocs;
-    unsigned long fault_left[CCA_SIM_API_COUNT];
+    unsigned long fault_left[CCA_SIM_API_COUNT];   /* successful calls before the armed fault fires */
+    unsigned long fault_times[CCA_SIM_API_COUNT];  /* calls it fails, one after another, once it fires */
     cudaError_t fault_err[CCA_SIM_API_COUNT];
     _Atomic unsigned long latency[CCA_SIM_API_COUNT];
     padded_counter_t calls[CCA_SIM_API_COUNT];
@@ -195,8 +196,10 @@ static cudaError_t fault_now(cca_sim_api_t api)
     }
     if (!g.fault_err[api] || g.fault_left[api] != 0) return cudaSuccess;
     cudaError_t e = g.fault_err[api];
-    g.fault_err[api] = cudaSuccess;
-    atomic_fetch_sub_explicit(&g.nfaults, 1, memory_order_relaxed);
+    if (--g.fault_times[api] == 0) {                  /* the last call it fails */
+        g.fault_err[api] = cudaSuccess;
+        atomic_fetch_sub_explicit(&g.nfaults, 1, memory_order_relaxed);
+    }
     return e;
 }
 
@@ -1117,6 +1120,7 @@ SIM_API void cca_sim_reset(void)
     for (int a = 0; a < CCA_SIM_API_COUNT; a++) {
         g.fault_err[a] = cudaSuccess;
         g.fault_left[a] = 0;
+        g.fault_times[a] = 0;
         atomic_store_explicit(&g.latency[a], 0, memory_order_relaxed);
         atomic_store_explicit(&g.calls[a].v, 0, memory_order_relaxed);
     }
@@ -1166,17 +1170,24 @@ SIM_API void cca_sim_stream_release(cudaStream_t s)
     unlock();
 }
 
-SIM_API void cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err)
+SIM_API void cca_sim_fail_times(cca_sim_api_t api, unsigned long after, unsigned long times, cudaError_t err)
 {
     if ((int)api < 0 || api >= CCA_SIM_API_COUNT) return;
+    if (!times) err = cudaSuccess;
     lock();
     bool was = g.fault_err[api] != cudaSuccess;
     g.fault_err[api] = err;
     g.fault_left[api] = after;
+    g.fault_times[api] = err != cudaSuccess ? times : 0;
     bool is = err != cudaSuccess;
     if (is && !was) atomic_fetch_add_explicit(&g.nfaults, 1, memory_order_relaxed);
     if (!is && was) atomic_fetch_sub_explicit(&g.nfaults, 1, memory_order_relaxed);
     unlock();
+}
+
+SIM_API void cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err)
+{
+    cca_sim_fail_times(api, after, 1, err);
 }
 
 SIM_API void cca_sim_fail_nth(unsigned long k, cudaError_t err)

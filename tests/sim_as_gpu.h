@@ -12,6 +12,7 @@
 #define cca_sim_stream_hold gpu_stub_stream_hold
 #define cca_sim_stream_release gpu_stub_stream_release
 #define cca_sim_fail gpu_stub_fail
+#define cca_sim_fail_times gpu_stub_fail_times
 #define cca_sim_fail_nth gpu_stub_fail_nth
 #define cca_sim_fail_nth_left gpu_stub_fail_nth_left
 #define cca_sim_calls gpu_stub_calls

@@ -19,6 +19,11 @@ void cca_sim_fail(cca_sim_api_t api, unsigned long after, cudaError_t err)
     (void)api; (void)after; (void)err;
     NEEDS_SIM("cca_sim_fail");
 }
+void cca_sim_fail_times(cca_sim_api_t api, unsigned long after, unsigned long times, cudaError_t err)
+{
+    (void)api; (void)after; (void)times; (void)err;
+    NEEDS_SIM("cca_sim_fail_times");
+}
 void cca_sim_fail_nth(unsigned long k, cudaError_t err) { (void)k; (void)err; NEEDS_SIM("cca_sim_fail_nth"); }
 unsigned long cca_sim_fail_nth_left(void) { NEEDS_SIM("cca_sim_fail_nth_left"); return 0; }
 unsigned long cca_sim_calls(cca_sim_api_t api) { (void)api; NEEDS_SIM("cca_sim_calls"); return 0; }

@@ -57,6 +57,44 @@ Test(sim_control, fault_replaced_and_cleared)
     cr_assert_eq(cca_sim_live_allocations(0), 0);
 }
 
+Test(sim_control, fault_times_fails_calls_in_a_row_then_works)
+{
+    void *p[4];
+    for (int i = 0; i < 4; i++) CUDA_OK(cudaMalloc(&p[i], 512));
+    cca_sim_fail_times(CCA_SIM_FREE, 1, 3, cudaErrorLaunchFailure);
+    CUDA_OK(cudaFree(p[0]));                                    /* the one successful call before it */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(cudaFree(p[1]), cudaErrorLaunchFailure, "call %d of the 3 in a row", i + 1);
+        cr_assert_eq(cudaGetLastError(), cudaErrorLaunchFailure);
+    }
+    cr_assert_eq(cca_sim_live_allocations(0), 3, "the failed calls freed nothing");
+    CUDA_OK(cudaFree(p[1]));                                    /* the fourth works again */
+    CUDA_OK(cudaFree(p[2]));
+    cr_assert_eq(cca_sim_calls(CCA_SIM_FREE), 6);
+    cca_sim_fail_times(CCA_SIM_FREE, 0, 5, cudaErrorLaunchFailure);
+    cr_assert_eq(cudaFree(p[3]), cudaErrorLaunchFailure);
+    cr_assert_eq(cudaGetLastError(), cudaErrorLaunchFailure);
+    cca_sim_fail_times(CCA_SIM_FREE, 0, 0, cudaErrorLaunchFailure);   /* times 0 disarms */
+    CUDA_OK(cudaFree(p[3]));
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    void *q;
+    cca_sim_fail_times(CCA_SIM_MALLOC, 0, 2, cudaErrorMemoryAllocation);
+    cca_sim_fail(CCA_SIM_MALLOC, 0, cudaErrorMemoryAllocation);  /* replaces: once only */
+    cr_assert_eq(cudaMalloc(&q, 512), cudaErrorMemoryAllocation);
+    cr_assert_eq(cudaGetLastError(), cudaErrorMemoryAllocation);
+    CUDA_OK(cudaMalloc(&q, 512));
+    cca_sim_fail_times(CCA_SIM_MALLOC, 0, 2, cudaSuccess);       /* cudaSuccess disarms */
+    void *r;
+    CUDA_OK(cudaMalloc(&r, 512));
+    CUDA_OK(cudaFree(q));
+    CUDA_OK(cudaFree(r));
+    cca_sim_fail_times(CCA_SIM_FREE, 0, 2, cudaErrorLaunchFailure);
+    cca_sim_reset();                                            /* a reset disarms too */
+    CUDA_OK(cudaMalloc(&q, 512));
+    CUDA_OK(cudaFree(q));
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+}
+
 /* One call of each API, with valid arguments. */
 static cudaError_t call_api(cca_sim_api_t api, cudaStream_t s, cudaEvent_t e, void **scratch)
 {

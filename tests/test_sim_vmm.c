@@ -267,7 +267,8 @@ Test(sim_vmm, faults_come_back_as_cuda_results_and_are_counted)
     cca_sim_fail_nth(1, cudaErrorInvalidValue);          /* the next call of any kind */
     cr_assert_eq(vm.set_access(va, 2 * MiB, &d, 1), CUDA_ERROR_INVALID_VALUE);
     CU_OK(vm.set_access(va, 2 * MiB, &d, 1));
-    cca_sim_fail(CCA_SIM_MEM_UNMAP, 0, cudaErrorInvalidValue);
+    cca_sim_fail_times(CCA_SIM_MEM_UNMAP, 0, 2, cudaErrorInvalidValue);   /* two in a row */
+    cr_assert_eq(vm.unmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
     cr_assert_eq(vm.unmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
     cr_assert_eq(cca_sim_accessible((void *)va, 2 * MiB), 1, "a failed unmap changed nothing");
     CU_OK(vm.unmap(va, 2 * MiB));
@@ -277,7 +278,7 @@ Test(sim_vmm, faults_come_back_as_cuda_results_and_are_counted)
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_CREATE), 2u);
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_MAP), 2u);
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_SET_ACCESS), 2u);
-    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_UNMAP), 2u);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_UNMAP), 3u);
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_RELEASE), 1u);
     cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_ADDRESS_FREE), 1u);
     cr_assert_eq(cudaGetLastError(), cudaSuccess);
