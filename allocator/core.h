@@ -47,6 +47,7 @@ static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_repor
 /* errors.c */
 cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void         _cca_clear_error(void);
+void         _cca_clear_error_text(void);             /* cca_last_error_string() is "" again */
 
 /* config.c */
 size_t       _cca_round_size(const cca_config_t *cfg, size_t size);
@@ -82,9 +83,24 @@ bool         _cca_trim_plentiful(cca_allocator_t *a);  /* release_before_grow ac
 cca_segment_t *_cca_segment_new(cca_allocator_t *a);                  /* a record, recycled or new; NULL: no host memory */
 void           _cca_segment_recycle(cca_allocator_t *a, cca_segment_t *seg);
 
+/* cca_destroy's rule for the calls that give memory back (cudaFree,
+ * cuMemUnmap, cuMemRelease, cuMemAddressFree): each is tried this many
+ * times (the call and 3 retries) before what it holds counts as kept. */
+#define CCA_RELEASE_TRIES 4
+/* What cca_destroy could not give back, per kind of call: the calls that
+ * failed every try, the bytes they concern, and the last error
+ * (cudaError_t for cudaFree, CUresult for the driver's calls). */
+typedef struct cca_kept_part { unsigned long calls; size_t bytes; int err; } cca_kept_part_t;
+typedef struct cca_kept {
+    cca_kept_part_t free, unmap, release, address_free;
+    cca_kept_part_t still_mapped;                     /* reservations not freed: a mapping in them stays */
+    size_t device_bytes, va_bytes;                    /* device memory and address space kept, each byte once */
+} cca_kept_t;
+
 /* expand.c: expandable segments (a->xv; all locked). */
 cca_status_t _cca_x_init(cca_allocator_t *a);         /* the driver's calls and granularity (cca_create) */
-void         _cca_x_destroy(cca_allocator_t *a);      /* unmaps and releases everything */
+void         _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept);   /* unmaps and releases everything it can */
+void         _cca_x_result_name(int r, char *buf, size_t len);       /* "CUDA_ERROR_OUT_OF_MEMORY", ... */
 size_t       _cca_x_gran(const cca_allocator_t *a);
 cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
 bool         _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg);   /* unmaps and releases its handles */

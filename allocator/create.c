@@ -1,6 +1,8 @@
 /* create.c - creating an allocator for a device (its configuration
  * checked, the device's size read) and destroying it, which returns every
  * segment to the device, live allocations included. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "internal.h"
 
@@ -86,9 +88,75 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     return CCA_OK;
 }
 
+/* cudaFree as cca_destroy makes it: tried CCA_RELEASE_TRIES times (the
+ * call and 3 retries); the runtime's last-error slot is left clean. */
+static cudaError_t destroy_free(void *p)
+{
+    cudaError_t e = cudaSuccess;
+    for (int t = 0; t < CCA_RELEASE_TRIES; t++) {
+        if ((e = cudaFree(p)) == cudaSuccess) break;
+        _cca_clear_error();
+    }
+    return e;
+}
+
+typedef struct text { char buf[1024]; size_t at; } text_t;
+
+static void destroy_put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void destroy_put(text_t *t, const char *fmt, ...)
+{
+    if (t->at >= sizeof t->buf) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->at, sizeof t->buf - t->at, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->at += (size_t)n;
+}
+
+/* One part of the text: "<call> failed for N <what>s (B bytes): <error>". */
+static void destroy_part(text_t *t, const char **sep, const char *call, const char *what, const cca_kept_part_t *p,
+                         bool driver)
+{
+    if (!p->calls) return;
+    char name[48];
+    if (driver) _cca_x_result_name(p->err, name, sizeof name);
+    else snprintf(name, sizeof name, "%s", cudaGetErrorName((cudaError_t)p->err));
+    destroy_put(t, "%s%s failed for %lu %s%s (%zu bytes): %s", *sep, call, p->calls, what, p->calls == 1 ? "" : "s",
+                p->bytes, name);
+    *sep = "; ";
+}
+
+/* Sets the thread's last error text to what cca_destroy could not give
+ * back (nothing when everything went back). */
+static void destroy_report(int device, const cca_kept_t *k)
+{
+    if (!k->device_bytes && !k->va_bytes) return;
+    text_t t = { .at = 0 };
+    destroy_put(&t, "cca_destroy: device %d kept ", device);
+    if (k->device_bytes)
+        destroy_put(&t, "%zu bytes (%.2f MiB) of device memory", k->device_bytes, (double)k->device_bytes / (1 << 20));
+    if (k->va_bytes) destroy_put(&t, "%s%zu bytes of address space", k->device_bytes ? " and " : "", k->va_bytes);
+    destroy_put(&t, " after %d tries per call: ", CCA_RELEASE_TRIES);
+    const char *sep = "";
+    destroy_part(&t, &sep, "cudaFree", "segment", &k->free, false);
+    destroy_part(&t, &sep, "cuMemUnmap", "mapping", &k->unmap, true);
+    if (k->still_mapped.calls) {
+        destroy_put(&t, "%s%lu reservation%s (%zu bytes) not freed: mappings remain in %s", sep, k->still_mapped.calls,
+                    k->still_mapped.calls == 1 ? "" : "s", k->still_mapped.bytes,
+                    k->still_mapped.calls == 1 ? "it" : "them");
+        sep = "; ";
+    }
+    destroy_part(&t, &sep, "cuMemRelease", "handle", &k->release, true);
+    destroy_part(&t, &sep, "cuMemAddressFree", "reservation", &k->address_free, true);
+    _cca_fail(CCA_ERROR_CUDA, "%s", t.buf);
+}
+
 void cca_destroy(cca_allocator_t *a)
 {
     if (!a) return;
+    _cca_clear_error_text();                  /* "" unless something could not be given back */
+    cca_kept_t kept = { 0 };
+    int device = a->cfg.device;
     _cca_registry_remove(a);                  /* exiting threads no longer touch it */
     atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
     _cca_lock_all(a);
@@ -97,12 +165,18 @@ void cca_destroy(cca_allocator_t *a)
     _cca_events_destroy(a);
     for (cca_segment_t *s = a->segments, *next; s; s = next) {
         next = s->next;
-        if (!s->expandable && cudaFree((void *)s->addr) != cudaSuccess) _cca_clear_error();
+        cudaError_t e = s->expandable ? cudaSuccess : destroy_free((void *)s->addr);
+        if (e != cudaSuccess) {               /* kept: its record goes, the device holds it */
+            kept.free.calls++;
+            kept.free.bytes += s->size;
+            kept.free.err = (int)e;
+            kept.device_bytes += s->size;
+        }
         for (cca_block_t *b = s->first, *bn; b; b = bn) { bn = b->next; free(b->uses); free(b); }
         free(s);
     }
     a->segments = NULL;
-    _cca_x_destroy(a);
+    _cca_x_destroy(a, &kept);
     _cca_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
     _cca_history_destroy(a);
@@ -123,6 +197,7 @@ void cca_destroy(cca_allocator_t *a)
     _cca_segments_destroy(a);
     _cca_segmap_fini(a);
     free(a);
+    destroy_report(device, &kept);
 }
 
 /* ---- the cap at run time ------------------------------------------------ */

@@ -55,6 +55,8 @@ void _cca_error_append(const char *text)
     if (n + 1 < sizeof last_error) snprintf(last_error + n, sizeof last_error - n, "\n%s", text);
 }
 
+void _cca_clear_error_text(void) { last_error[0] = 0; }
+
 /* Clears an error cca caused and handled from the runtime's last-error slot. */
 void _cca_clear_error(void) { (void)cudaGetLastError(); }
 

@@ -46,6 +46,7 @@
  * free >= 1x or 2x held; docs/benchmarks.md has the figures.) */
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -882,17 +883,108 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
     return CCA_OK;
 }
 
-/* Unmaps and releases everything, frees the reservations (cca_destroy). */
-void _cca_x_destroy(cca_allocator_t *a)
+/* The driver's calls that give memory back, as cca_destroy makes them:
+ * each tried CCA_RELEASE_TRIES times (the call and 3 retries). */
+static CUresult x_unmap_tries(const struct cca_xvmm *x, uintptr_t addr, size_t size)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
+        if ((r = x->unmap((CUdeviceptr)addr, size)) == CUDA_SUCCESS) break;
+    return r;
+}
+
+static CUresult x_release_tries(const struct cca_xvmm *x, CUmemGenericAllocationHandle h)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
+        if ((r = x->release(h)) == CUDA_SUCCESS) break;
+    return r;
+}
+
+static CUresult x_address_free_tries(const struct cca_xvmm *x, uintptr_t base, size_t size)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
+        if ((r = x->address_free((CUdeviceptr)base, size)) == CUDA_SUCCESS) break;
+    return r;
+}
+
+static void x_keep(cca_kept_part_t *p, size_t bytes, CUresult r)
+{
+    p->calls++;
+    p->bytes += bytes;
+    p->err = (int)r;
+}
+
+void _cca_x_result_name(int r, char *buf, size_t len)
+{
+    static const struct { int r; const char *name; } names[] = {
+        { CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE" },
+        { CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY" },
+        { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED" },
+        { CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED" },
+        { CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE" },
+        { CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" },
+        { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
+        { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" },
+        { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS" },
+        { CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED" },
+        { CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED" },
+        { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" },
+        { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].r == r) {
+            snprintf(buf, len, "%s", names[i].name);
+            return;
+        }
+    snprintf(buf, len, "CUresult %d", r);
+}
+
+/* Unmaps and releases everything, frees the reservations (cca_destroy);
+ * *kept gets what the driver refused on every try. A mapping that could
+ * not be unmapped still has its handle released (the driver allows it:
+ * the memory is freed at the handle's last unmap; cca never names the
+ * handle again), and its reservation is not freed: address space freed
+ * with a mapping still in it could be reserved again and overlap that
+ * mapping. Its bytes count as kept device memory, the reservation's as
+ * kept address space. */
+void _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept)
 {
     struct cca_xvmm *x = a->xv;
     if (!x) return;
+    size_t stay = 0;                                  /* the mappings that stay: maps[nmaps - stay, nmaps) */
     for (size_t i = x->nmaps; i-- > 0;) {             /* from the top: a driver keeping mappings in order moves nothing */
-        if (x->unmap((CUdeviceptr)x->maps[i].addr, x->maps[i].size) != CUDA_SUCCESS) x_unmap_retry(x, x->maps[i].addr, x->maps[i].size);
-        x->release(x->maps[i].h);
+        xmap_t m = x->maps[i];
+        CUresult r = x_unmap_tries(x, m.addr, m.size);
+        bool mapped = r != CUDA_SUCCESS;
+        if (mapped) {
+            x_keep(&kept->unmap, m.size, r);
+            kept->device_bytes += m.size;
+            x->maps[x->nmaps - 1 - stay++] = m;       /* at i or above: what was read already */
+        }
+        if ((r = x_release_tries(x, m.h)) != CUDA_SUCCESS) {
+            x_keep(&kept->release, m.size, r);
+            if (!mapped) kept->device_bytes += m.size;
+        }
     }
-    for (size_t i = 0; i < x->nheld; i++) x->release(x->held[i].h);
-    for (size_t i = 0; i < x->nres; i++) x->address_free((CUdeviceptr)x->res[i].base, x->res[i].size);
+    for (size_t i = 0; i < x->nheld; i++) {
+        CUresult r = x_release_tries(x, x->held[i].h);
+        if (r != CUDA_SUCCESS) {
+            x_keep(&kept->release, x->held[i].size, r);
+            kept->device_bytes += x->held[i].size;
+        }
+    }
+    for (size_t i = 0; i < x->nres; i++) {
+        const xres_t *res = &x->res[i];
+        bool in_use = false;
+        for (size_t k = x->nmaps - stay; k < x->nmaps && !in_use; k++) in_use = x->maps[k].addr - res->base < res->size;
+        CUresult r = in_use ? CUDA_SUCCESS : x_address_free_tries(x, res->base, res->size);
+        if (in_use || r != CUDA_SUCCESS) {
+            x_keep(in_use ? &kept->still_mapped : &kept->address_free, res->size, r);
+            kept->va_bytes += res->size;
+        }
+    }
     free(x->maps);
     free(x->held);
     free(x->res);

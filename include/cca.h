@@ -184,7 +184,18 @@ CCA_PLAIN_(cca_status_t, cca_get_config, (cca_allocator_t *a, cca_config_t *out)
            return cca_get_config_sized(a, out, sizeof *out))
 
 /* Returns every segment to the device, live allocations included, and frees
- * the allocator. NULL is a no-op. */
+ * the allocator (in every case). NULL is a no-op. Each call that gives
+ * memory back - cudaFree, and with expandable segments cuMemUnmap,
+ * cuMemRelease and cuMemAddressFree - is tried 4 times (the call and 3
+ * retries). Afterwards the calling thread's cca_last_error_string() is ""
+ * if everything went back; else it says what the device kept (bytes of
+ * device memory, of address space) and, per kind of call, how many calls
+ * failed every try, the bytes they concern and the last error, e.g.
+ * "cca_destroy: device 0 kept 20971520 bytes (20.00 MiB) of device memory
+ * after 4 tries per call: cudaFree failed for 1 segment (20971520 bytes):
+ * cudaErrorMemoryAllocation". A mapping that cannot be unmapped still has
+ * its handle released, but keeps its reservation ("N reservations (B
+ * bytes) not freed: mappings remain in it"). */
 CCA_API void cca_destroy(cca_allocator_t *a);
 
 /* Allocates size bytes for use on stream. Size 0 gives *ptr = NULL.

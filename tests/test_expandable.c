@@ -414,3 +414,92 @@ Test(expandable, create_fails_cleanly_without_the_driver_calls)
     cr_assert_eq(cca_create(&cfg, &a), CCA_OK);       /* the fault was one-shot */
     finish_x(a);
 }
+
+/* ---- cca_destroy: every cuMemUnmap, cuMemRelease and cuMemAddressFree
+ * tried 4 times (the call and 3 retries); what still fails is named in
+ * cca_last_error_string(), "" otherwise. ---- */
+
+/* On the default 80 GiB device: one reservation of 160 GiB, one range of a
+ * 10 MiB handle (live) and a 20 MiB one above it (free), which
+ * cca_destroy unmaps first. A failed call leaves a text behind. */
+#define X_RES ((size_t)160 * GiB)
+static cca_allocator_t *two_handles(void)
+{
+    cca_allocator_t *a = make_alloc("expandable_segments:True");
+    alloc_ok(a, 10 * MiB, 0);
+    free_ok(a, alloc_ok(a, 20 * MiB, 0));
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_handle_create, 2);
+    cr_assert_eq(cca_sim_va_reserved(), X_RES);
+    cr_assert_eq(cca_free(a, (void *)(uintptr_t)0x1000), CCA_ERROR_INVALID_POINTER);
+    cr_assert_neq(cca_last_error_string()[0], 0);
+    return a;
+}
+
+static const cca_sim_api_t release_apis[] = { CCA_SIM_MEM_RELEASE, CCA_SIM_MEM_ADDRESS_FREE, CCA_SIM_MEM_UNMAP };
+
+Test(expandable, destroy_retries_each_release_call_that_fails_once)
+{
+    for (size_t f = 0; f < sizeof release_apis / sizeof release_apis[0]; f++)
+        for (unsigned long after = 0; after < (release_apis[f] == CCA_SIM_MEM_ADDRESS_FREE ? 1 : 2); after++) {
+            cca_sim_reset();
+            cca_allocator_t *a = two_handles();
+            unsigned long calls = cca_sim_calls(release_apis[f]);
+            cca_sim_fail(release_apis[f], after, cudaErrorMemoryAllocation);
+            cca_destroy(a);
+            const char *name = cca_sim_api_name(release_apis[f]);
+            cr_assert_eq(cca_sim_live_handles(0), 0, "%s after %lu: a handle was kept", name, after);
+            cr_assert_eq(cca_sim_used_bytes(0), 0, "%s after %lu", name, after);
+            cr_assert_eq(cca_sim_va_reserved(), 0, "%s after %lu: address space was kept", name, after);
+            cr_assert_eq(cca_sim_calls(release_apis[f]) - calls, release_apis[f] == CCA_SIM_MEM_ADDRESS_FREE ? 2 : 3,
+                         "%s after %lu: the calls (one reservation, two handles) and one retry", name, after);
+            cr_assert_str_eq(cca_last_error_string(), "", "%s after %lu: everything went back", name, after);
+            cr_assert_eq(cudaGetLastError(), cudaSuccess);
+        }
+}
+
+/* A fault on every try of the first such call: the text names the call and
+ * the bytes, and everything else went back. A mapping that cannot be
+ * unmapped keeps its reservation (freeing address space that is still
+ * mapped would let a later reservation overlap it). */
+Test(expandable, destroy_names_what_it_could_not_give_back)
+{
+    cca_allocator_t *a = two_handles();
+    cca_sim_fail_times(CCA_SIM_MEM_UNMAP, 0, 4, cudaErrorMemoryAllocation);
+    cca_destroy(a);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_UNMAP), 5, "4 tries of the 20 MiB mapping, 1 of the 10 MiB one");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_RELEASE), 2, "both handles released (the mapped one frees at its unmap)");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_ADDRESS_FREE), 0, "the reservation still holds a mapping");
+    cr_assert_eq(cca_sim_live_handles(0), 1);
+    cr_assert_eq(cca_sim_used_bytes(0), 20 * MiB, "the 10 MiB handle went back");
+    cr_assert_eq(cca_sim_va_reserved(), X_RES);
+    cr_assert_str_eq(cca_last_error_string(),
+                     "cca_destroy: device 0 kept 20971520 bytes (20.00 MiB) of device memory and 171798691840 bytes "
+                     "of address space after 4 tries per call: cuMemUnmap failed for 1 mapping (20971520 bytes): "
+                     "CUDA_ERROR_OUT_OF_MEMORY; 1 reservation (171798691840 bytes) not freed: mappings remain in it");
+    cca_sim_reset();
+
+    a = two_handles();
+    cca_sim_fail_times(CCA_SIM_MEM_RELEASE, 0, 4, cudaErrorInvalidValue);
+    cca_destroy(a);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_RELEASE), 5);
+    cr_assert_eq(cca_sim_live_handles(0), 1);
+    cr_assert_eq(cca_sim_used_bytes(0), 20 * MiB);
+    cr_assert_eq(cca_sim_va_reserved(), 0, "nothing is mapped: the reservation went back");
+    cr_assert_str_eq(cca_last_error_string(),
+                     "cca_destroy: device 0 kept 20971520 bytes (20.00 MiB) of device memory after 4 tries per call: "
+                     "cuMemRelease failed for 1 handle (20971520 bytes): CUDA_ERROR_INVALID_VALUE");
+    cca_sim_reset();
+
+    a = two_handles();
+    cca_sim_fail_times(CCA_SIM_MEM_ADDRESS_FREE, 0, 4, cudaErrorMemoryAllocation);
+    cca_destroy(a);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEM_ADDRESS_FREE), 4);
+    cr_assert_eq(cca_sim_live_handles(0), 0);
+    cr_assert_eq(cca_sim_used_bytes(0), 0);
+    cr_assert_eq(cca_sim_va_reserved(), X_RES);
+    cr_assert_str_eq(cca_last_error_string(),
+                     "cca_destroy: device 0 kept 171798691840 bytes of address space after 4 tries per call: "
+                     "cuMemAddressFree failed for 1 reservation (171798691840 bytes): CUDA_ERROR_OUT_OF_MEMORY");
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+}

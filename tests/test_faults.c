@@ -303,3 +303,62 @@ Test(faults, several_devices)
 {
     sweep(&(sweep_t){ "", 2, 1, 256 * MiB, devices_ops });
 }
+
+/* ---- cca_destroy: every cudaFree tried 4 times (the call and 3 retries);
+ * what still fails is named in cca_last_error_string(), "" otherwise. ---- */
+
+/* Segments of 40 MiB, 20 MiB and 2 MiB, all with live blocks; cca_destroy
+ * walks them newest first: 40, 20, 2. A failed call leaves a text behind. */
+static cca_allocator_t *three_live_segments(void)
+{
+    cca_allocator_t *a = make_alloc("");
+    alloc_ok(a, 1000, NULL);
+    alloc_ok(a, 8 * MiB, NULL);
+    alloc_ok(a, 40 * MiB, NULL);
+    cr_assert_eq(cca_sim_live_allocations(0), 3);
+    cr_assert_eq(cca_sim_used_bytes(0), 62 * MiB);
+    cr_assert_eq(cca_free(a, (void *)(uintptr_t)0x1000), CCA_ERROR_INVALID_POINTER);
+    cr_assert_neq(cca_last_error_string()[0], 0);
+    return a;
+}
+
+Test(faults, destroy_retries_a_cudafree_that_fails_once)
+{
+    for (unsigned long after = 0; after < 3; after++) {
+        cca_sim_reset();
+        cca_allocator_t *a = three_live_segments();
+        unsigned long frees = cca_sim_calls(CCA_SIM_FREE);
+        cca_sim_fail(CCA_SIM_FREE, after, cudaErrorMemoryAllocation);
+        cca_destroy(a);
+        cr_assert_eq(cca_sim_used_bytes(0), 0, "after %lu: %zu bytes kept", after, cca_sim_used_bytes(0));
+        cr_assert_eq(cca_sim_live_allocations(0), 0);
+        cr_assert_eq(cca_sim_calls(CCA_SIM_FREE) - frees, 4, "after %lu: three frees and one retry", after);
+        cr_assert_str_eq(cca_last_error_string(), "", "after %lu: everything went back", after);
+        cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    }
+}
+
+Test(faults, destroy_names_the_segments_it_could_not_free)
+{
+    cca_allocator_t *a = three_live_segments();
+    cca_sim_fail_times(CCA_SIM_FREE, 1, 4, cudaErrorMemoryAllocation);   /* the 20 MiB segment, every try */
+    cca_destroy(a);
+    cr_assert_eq(cca_sim_used_bytes(0), 20 * MiB, "the other segments went back");
+    cr_assert_eq(cca_sim_live_allocations(0), 1);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_FREE), 6);
+    cr_assert_str_eq(cca_last_error_string(),
+                     "cca_destroy: device 0 kept 20971520 bytes (20.00 MiB) of device memory after 4 tries per call: "
+                     "cudaFree failed for 1 segment (20971520 bytes): cudaErrorMemoryAllocation");
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+    cca_sim_reset();
+
+    a = three_live_segments();
+    cca_sim_fail_times(CCA_SIM_FREE, 0, 8, cudaErrorLaunchFailure);      /* 40 and 20 MiB, every try */
+    cca_destroy(a);
+    cr_assert_eq(cca_sim_used_bytes(0), 60 * MiB);
+    cr_assert_eq(cca_sim_live_allocations(0), 2);
+    cr_assert_str_eq(cca_last_error_string(),
+                     "cca_destroy: device 0 kept 62914560 bytes (60.00 MiB) of device memory after 4 tries per call: "
+                     "cudaFree failed for 2 segments (62914560 bytes): cudaErrorLaunchFailure");
+    cr_assert_eq(cudaGetLastError(), cudaSuccess);
+}
