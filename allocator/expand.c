@@ -159,16 +159,28 @@ size_t _cca_x_gran(const cca_allocator_t *a) { return a->xv->gran; }
 
 /* ---- the address space ---------------------------------------------------- */
 
+/* Mappings by address: the allocator's own (x_real_maps), or a layout's
+ * that is only looked at (a layout given as arrays). */
+typedef struct xmaps { const xmap_t *v; size_t n; } xmaps_t;
+
+static inline xmaps_t x_real_maps(const struct cca_xvmm *x) { return (xmaps_t){ x->maps, x->nmaps }; }
+
 /* The first mapping at or above addr. */
-static size_t x_map_index(const struct cca_xvmm *x, uintptr_t addr)
+static size_t x_index_in(const xmaps_t *m, uintptr_t addr)
 {
-    size_t lo = 0, hi = x->nmaps;
+    size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x->maps[mid].addr < addr) lo = mid + 1;
+        if (m->v[mid].addr < addr) lo = mid + 1;
         else hi = mid;
     }
     return lo;
+}
+
+static size_t x_map_index(const struct cca_xvmm *x, uintptr_t addr)
+{
+    xmaps_t m = x_real_maps(x);
+    return x_index_in(&m, addr);
 }
 
 static const xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
@@ -180,25 +192,25 @@ static const xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
 
 /* Unmapped address space from addr up: to the next mapping or the end of
  * its reservation. */
-static size_t x_room_at(const struct cca_xvmm *x, uintptr_t addr)
+static size_t x_room_at(const struct cca_xvmm *x, const xmaps_t *m, uintptr_t addr)
 {
     const xres_t *r = x_res_of(x, addr);
     if (!r) return 0;
     uintptr_t end = r->base + r->size;
-    size_t i = x_map_index(x, addr);
-    if (i < x->nmaps && x->maps[i].addr < end) end = x->maps[i].addr;
+    size_t i = x_index_in(m, addr);
+    if (i < m->n && m->v[i].addr < end) end = m->v[i].addr;
     return end > addr ? end - addr : 0;
 }
 
 /* Unmapped address space right below addr: down to the mapping below or
  * the start of addr's reservation. */
-static size_t x_room_below(const struct cca_xvmm *x, uintptr_t addr)
+static size_t x_room_below(const struct cca_xvmm *x, const xmaps_t *m, uintptr_t addr)
 {
     const xres_t *r = x_res_of(x, addr);
     if (!r || addr == r->base) return 0;
     uintptr_t lo = r->base;
-    size_t i = x_map_index(x, addr);
-    if (i && x->maps[i - 1].addr + x->maps[i - 1].size > lo) lo = x->maps[i - 1].addr + x->maps[i - 1].size;
+    size_t i = x_index_in(m, addr);
+    if (i && m->v[i - 1].addr + m->v[i - 1].size > lo) lo = m->v[i - 1].addr + m->v[i - 1].size;
     return addr > lo ? addr - lo : 0;
 }
 
@@ -614,80 +626,155 @@ typedef struct xspot {
     size_t need;                                      /* bytes to map there (granularity multiple) */
 } xspot_t;
 
-/* Where (st, pool) grows for a request of `rounded` bytes: where one of
- * its own segments needs the fewest new bytes - at its end (a free block
- * there counts, and so does one at the start of a segment of ours right
- * above, when filling the gap between joins them), or right below its
- * start (its free first block counts; the new range joins it). Filling a
- * gap wins ties, then growing upward (the mappings' array and the
- * driver's stay appended to at their ends). Else a new segment in the middle of the largest unmapped gap (at
- * its start when nothing lies below it); else a new reservation. */
-static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
-                           cca_oom_ctx_t *ctx)
+/* A layout the spot is chosen in: the allocator's own (ranges NULL: its
+ * segments and mappings), or one given as arrays, only looked at. A
+ * range is a segment as the spot sees it. */
+typedef struct xrange {
+    cca_segment_t *seg;                               /* the allocator's segment; NULL in a view */
+    uintptr_t addr;
+    size_t size, head, tail;                          /* free bytes of its first and last block */
+    const cca_stream_t *stream;
+    int pool;
+} xrange_t;
+
+typedef struct xlayout {
+    xmaps_t maps;
+    const xrange_t *ranges;                           /* NULL: a->segments */
+    size_t nranges;
+} xlayout_t;
+
+static inline xlayout_t x_real_layout(const struct cca_xvmm *x) { return (xlayout_t){ x_real_maps(x), NULL, 0 }; }
+
+static void x_range_of(cca_segment_t *s, xrange_t *out)
 {
-    struct cca_xvmm *x = a->xv;
-    size_t best = SIZE_MAX;
-    for (cca_segment_t *s = a->segments; s; s = s->next) {
-        if (!s->expandable || s->stream != st || s->pool != pool) continue;
-        uintptr_t end = s->addr + s->size;
-        cca_block_t *l = x_last_block(s);
-        size_t tail = l->state == CCA_BLOCK_FREE ? l->size : 0;
-        size_t need = x_up(x, tail < rounded ? rounded - tail : 1), room = x_room_at(x, end);
-        if (need <= room && need < best) {
-            best = need;
-            *sp = (xspot_t){ s, end, room, need };
-        }
-        if (room && room <= need && room <= best) {   /* fill the gap up to a segment of ours, joining it (preferred) */
-            cca_segment_t *t = _cca_segmap_find(a, end + room);
-            size_t i = x_map_index(x, end + room);
-            if (i < x->nmaps && x->maps[i].addr == end + room && !x->maps[i].stray && t && t->expandable &&
-                t->stream == st && t->pool == pool && t->addr == end + room &&
-                tail + room + (t->first->state == CCA_BLOCK_FREE ? t->first->size : 0) >= rounded) {
-                best = room;
-                *sp = (xspot_t){ s, end, room, room };
+    *out = (xrange_t){ s, s->addr, s->size, s->first->state == CCA_BLOCK_FREE ? s->first->size : 0,
+                       s->last->state == CCA_BLOCK_FREE ? s->last->size : 0, s->stream, s->pool };
+}
+
+/* The layout's next range of (st, pool), in the order of the allocator's
+ * segment list; *cur starts NULL (a view: the index + 1). */
+static bool x_next_range(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, uintptr_t *cur,
+                         xrange_t *out)
+{
+    if (L->ranges) {
+        for (size_t i = (size_t)*cur; i < L->nranges; i++)
+            if (L->ranges[i].stream == st && L->ranges[i].pool == pool) {
+                *cur = (uintptr_t)(i + 1);
+                *out = L->ranges[i];
+                return true;
             }
-        }
+        *cur = (uintptr_t)L->nranges;
+        return false;
     }
-    for (cca_segment_t *s = a->segments; s; s = s->next) {   /* a new range right below one of ours, joining it */
-        if (!s->expandable || s->stream != st || s->pool != pool) continue;
-        size_t head = s->first->state == CCA_BLOCK_FREE ? s->first->size : 0;
-        size_t need = x_up(x, head < rounded ? rounded - head : 1), room = x_room_below(x, s->addr);
+    for (cca_segment_t *s = *cur ? ((cca_segment_t *)*cur)->next : a->segments; s; s = s->next)
+        if (s->expandable && s->stream == st && s->pool == pool) {
+            *cur = (uintptr_t)s;
+            x_range_of(s, out);
+            return true;
+        }
+    return false;
+}
+
+/* The range of (st, pool) that starts at addr, if a mapping starts there. */
+static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool,
+                             uintptr_t addr, xrange_t *out)
+{
+    size_t i = x_index_in(&L->maps, addr);
+    if (i >= L->maps.n || L->maps.v[i].addr != addr || L->maps.v[i].stray) return false;
+    if (L->ranges) {
+        for (size_t k = 0; k < L->nranges; k++)
+            if (L->ranges[k].addr == addr && L->ranges[k].stream == st && L->ranges[k].pool == pool) {
+                *out = L->ranges[k];
+                return true;
+            }
+        return false;
+    }
+    cca_segment_t *t = _cca_segmap_find(a, addr);
+    if (!t || !t->expandable || t->stream != st || t->pool != pool || t->addr != addr) return false;
+    x_range_of(t, out);
+    return true;
+}
+
+/* Where (st, pool) grows for a request of `rounded` bytes in layout L,
+ * touching nothing: where one of its own segments needs the fewest new
+ * bytes - at its end (a free block there counts, and so does one at the
+ * start of a segment of ours right above, when filling the gap between
+ * joins them), or right below its start (its free first block counts;
+ * the new range joins it). Filling a gap wins ties, then growing upward
+ * (the mappings' array and the driver's stay appended to at their ends).
+ * Else a new segment in the middle of the largest unmapped gap (at its
+ * start when nothing lies below it). False when only a new reservation
+ * holds it: sp->need is then what it needs (the request's own pages),
+ * the rest of *sp is not set. The one place the spot is decided: growth
+ * (x_spot) asks it. */
+static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, size_t rounded,
+                        xspot_t *sp)
+{
+    const struct cca_xvmm *x = a->xv;
+    const xmaps_t *m = &L->maps;
+    size_t best = SIZE_MAX;
+    xrange_t s, t;
+    for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {
+        uintptr_t end = s.addr + s.size;
+        size_t need = x_up(x, s.tail < rounded ? rounded - s.tail : 1), room = x_room_at(x, m, end);
         if (need <= room && need < best) {
             best = need;
-            *sp = (xspot_t){ NULL, s->addr - need, need, need };
+            *sp = (xspot_t){ s.seg, end, room, need };
+        }
+        if (room && room <= need && room <= best &&   /* fill the gap up to a segment of ours, joining it (preferred) */
+            x_range_starting(a, L, st, pool, end + room, &t) && s.tail + room + t.head >= rounded) {
+            best = room;
+            *sp = (xspot_t){ s.seg, end, room, room };
         }
     }
-    if (best != SIZE_MAX) return CCA_OK;
+    for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {   /* a new range right below one of ours, joining it */
+        size_t need = x_up(x, s.head < rounded ? rounded - s.head : 1), room = x_room_below(x, m, s.addr);
+        if (need <= room && need < best) {
+            best = need;
+            *sp = (xspot_t){ NULL, s.addr - need, need, need };
+        }
+    }
+    if (best != SIZE_MAX) return true;
     size_t need = x_up(x, rounded);
     uintptr_t gs = 0;
     size_t glen = 0;
     bool below = false;
     for (size_t r = 0; r < x->nres; r++) {
         uintptr_t at = x->res[r].base, end = x->res[r].base + x->res[r].size;
-        for (size_t i = x_map_index(x, at); i <= x->nmaps; i++) {
-            uintptr_t to = i < x->nmaps && x->maps[i].addr < end ? x->maps[i].addr : end;
+        for (size_t i = x_index_in(m, at); i <= m->n; i++) {
+            uintptr_t to = i < m->n && m->v[i].addr < end ? m->v[i].addr : end;
             if (to - at > glen) {
                 gs = at;
                 glen = to - at;
                 below = at != x->res[r].base;
             }
             if (to == end) break;
-            at = x->maps[i].addr + x->maps[i].size;
+            at = m->v[i].addr + m->v[i].size;
         }
     }
-    if (glen < need) {
-        cca_status_t s = x_reserve(a, need, ctx);
-        if (s != CCA_OK) return s;
-        gs = x->res[x->nres - 1].base;
-        glen = x->res[x->nres - 1].size;
-        below = false;
-    }
+    sp->need = need;
+    if (glen < need) return false;
     uintptr_t at = gs;
     if (below) {
         size_t off = x_down(x, glen / 2);
         at = gs + (off + need <= glen ? off : glen - need);
     }
     *sp = (xspot_t){ NULL, at, gs + glen - at, need };
+    return true;
+}
+
+/* The spot x_best_spot picks in the allocator's own layout; a new
+ * reservation where none holds it. */
+static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
+                           cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    xlayout_t L = x_real_layout(x);
+    if (x_best_spot(a, &L, st, pool, rounded, sp)) return CCA_OK;
+    size_t need = sp->need;
+    cca_status_t s = x_reserve(a, need, ctx);
+    if (s != CCA_OK) return s;
+    *sp = (xspot_t){ NULL, x->res[x->nres - 1].base, x->res[x->nres - 1].size, need };
     return CCA_OK;
 }
 
