@@ -106,6 +106,15 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
 bool         _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg);   /* unmaps and releases its handles */
 void         _cca_x_release_cached(cca_allocator_t *a);   /* every free handle unmapped, every held one released */
 cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT]);
+/* The OOM report's view of growth (expand.c has the model): the bytes a
+ * growth of (st, pool) for `rounded` needs to map at the spot it would
+ * pick now; and whether a request of `rounded` bytes on st would succeed
+ * now (dev_free: the device's free memory), from a view built once. */
+size_t       _cca_x_need(const cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded);
+typedef struct cca_xfit cca_xfit_t;
+cca_xfit_t  *_cca_x_fit_new(const cca_allocator_t *a, const cca_stream_t *st, size_t dev_free);   /* NULL: no host memory */
+bool         _cca_x_fit(const cca_xfit_t *f, size_t rounded);
+void         _cca_x_fit_free(cca_xfit_t *f);
 
 /* oomfig.c: the figures of an out-of-memory report (all locked). */
 void   _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx);

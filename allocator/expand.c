@@ -160,7 +160,7 @@ size_t _cca_x_gran(const cca_allocator_t *a) { return a->xv->gran; }
 /* ---- the address space ---------------------------------------------------- */
 
 /* Mappings by address: the allocator's own (x_real_maps), or a layout's
- * that is only looked at (a layout given as arrays). */
+ * that is only looked at (the OOM report's, with free handles unmapped). */
 typedef struct xmaps { const xmap_t *v; size_t n; } xmaps_t;
 
 static inline xmaps_t x_real_maps(const struct cca_xvmm *x) { return (xmaps_t){ x->maps, x->nmaps }; }
@@ -627,8 +627,9 @@ typedef struct xspot {
 } xspot_t;
 
 /* A layout the spot is chosen in: the allocator's own (ranges NULL: its
- * segments and mappings), or one given as arrays, only looked at. A
- * range is a segment as the spot sees it. */
+ * segments and mappings), or one the OOM report builds to look at, with
+ * the free handles unmapped (x_view_*). A range is a segment as the
+ * spot sees it. */
 typedef struct xrange {
     cca_segment_t *seg;                               /* the allocator's segment; NULL in a view */
     uintptr_t addr;
@@ -706,7 +707,7 @@ static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const
  * start when nothing lies below it). False when only a new reservation
  * holds it: sp->need is then what it needs (the request's own pages),
  * the rest of *sp is not set. The one place the spot is decided: growth
- * (x_spot) asks it. */
+ * (x_spot) and the OOM report (_cca_x_need, largest_fit) ask it. */
 static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, size_t rounded,
                         xspot_t *sp)
 {
@@ -776,6 +777,148 @@ static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_
     if (s != CCA_OK) return s;
     *sp = (xspot_t){ NULL, x->res[x->nres - 1].base, x->res[x->nres - 1].size, need };
     return CCA_OK;
+}
+
+/* ---- the OOM report's view of growth ----------------------------------------
+ * segment_size: what the growth needs to map at the spot x_best_spot picks
+ * now. largest_fit: a request of r bytes on stream st (pool by size)
+ * succeeds iff a free block of st's pool holds it, or the growth ladder
+ * (_cca_x_grow) gets it its spot's bytes. The ladder tries the layout as
+ * it is, then with every handle that lies wholly inside a free block (any
+ * stream or pool) and every stray unmapped and held, then with every held
+ * handle released; handles held are mapped first, new ones need the
+ * device's free memory and the cap's room, M = min(D, C - R). After the
+ * last rung the request succeeds iff N1 <= M + H1, N1 the need at the best
+ * spot of the unmapped layout and H1 the bytes held there (mapped held
+ * handles, or released ones that become free memory and room, serve
+ * alike), and every earlier success implies it (unmapping moves a spot's
+ * free end down by the bytes it holds and adds them to H1). N1 grows with
+ * r (each spot's need grows with r on a prefix of sizes), so success is a
+ * prefix of sizes in each pool: oomfig.c bisects. Not modelled: garbage
+ * collection and release_before_grow acting before the first try, a
+ * driver refusing a retry's unmap or release, the address space running
+ * out. */
+
+size_t _cca_x_need(const cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded)
+{
+    xlayout_t L = x_real_layout(a->xv);
+    xspot_t sp;
+    (void)x_best_spot(a, &L, st, pool, rounded, &sp);   /* no spot: a new reservation of sp.need */
+    return sp.need;
+}
+
+struct cca_xfit {
+    const cca_allocator_t *a;
+    const cca_stream_t *st;
+    xlayout_t view;                                   /* the layout with every free handle unmapped */
+    xmap_t *maps;
+    xrange_t *ranges;
+    size_t nranges, capranges;
+    size_t room;                                      /* M + H1 */
+    size_t fit[CCA_POOL_COUNT];                       /* st's largest free block per pool */
+};
+
+static bool x_view_push(cca_xfit_t *f, uintptr_t addr, uintptr_t end, size_t head, size_t tail, const cca_segment_t *s)
+{
+    if (f->nranges == f->capranges) {
+        size_t cap = f->capranges ? f->capranges * 2 : 16;
+        xrange_t *v = realloc(f->ranges, cap * sizeof *v);
+        if (!v) return false;
+        f->ranges = v;
+        f->capranges = cap;
+    }
+    f->ranges[f->nranges++] = (xrange_t){ NULL, addr, end - addr, head, tail, s->stream, s->pool };
+    return true;
+}
+
+/* Segment s with the handles wholly inside its free blocks unmapped (as
+ * x_unmap_free leaves it): marks them in gone[] and counts their bytes in
+ * *freed; for st's segments, the ranges that remain go into the view, in
+ * the segment list's order (x_cut links a split part right after). */
+static bool x_view_segment(cca_xfit_t *f, const cca_segment_t *s, bool *gone, size_t *freed)
+{
+    const struct cca_xvmm *x = f->a->xv;
+    bool keep = s->stream == f->st, open = false;
+    uintptr_t p0 = 0;
+    size_t head = 0, tail = 0;
+    for (const cca_block_t *b = s->first; b; b = b->next) {
+        uintptr_t h0 = 0, h1 = 0, bend = b->addr + b->size;
+        if (b->state == CCA_BLOCK_FREE)
+            for (size_t k = x_map_index(x, b->addr); k < x->nmaps && x->maps[k].addr + x->maps[k].size <= bend; k++) {
+                if (!h1) h0 = x->maps[k].addr;
+                h1 = x->maps[k].addr + x->maps[k].size;
+                gone[k] = true;
+                *freed += x->maps[k].size;
+            }
+        if (!h1) {                                    /* the block stays whole */
+            size_t fb = b->state == CCA_BLOCK_FREE ? b->size : 0;
+            if (!open) open = true, p0 = b->addr, head = fb;
+            tail = fb;
+            continue;
+        }
+        if (h0 > b->addr) {                           /* its part below the hole ends a range */
+            if (!open) open = true, p0 = b->addr, head = h0 - b->addr;
+            tail = h0 - b->addr;
+        }
+        if (open && keep && !x_view_push(f, p0, h0, head, tail, s)) return false;
+        open = false;
+        if (bend > h1) open = true, p0 = h1, head = tail = bend - h1;   /* its part above starts one */
+    }
+    if (open && keep && !x_view_push(f, p0, s->addr + s->size, head, tail, s)) return false;
+    return true;
+}
+
+cca_xfit_t *_cca_x_fit_new(const cca_allocator_t *a, const cca_stream_t *st, size_t dev_free)
+{
+    const struct cca_xvmm *x = a->xv;
+    cca_xfit_t *f = calloc(1, sizeof *f);
+    bool *gone = calloc(x->nmaps ? x->nmaps : 1, sizeof *gone);
+    if (!f || !gone || !(f->maps = malloc((x->nmaps ? x->nmaps : 1) * sizeof *f->maps))) goto fail;
+    f->a = a;
+    f->st = st;
+    size_t freed = 0;                                 /* what a retry unmaps: strays, handles in free blocks */
+    for (size_t k = 0; k < x->nmaps; k++)
+        if (x->maps[k].stray) gone[k] = true, freed += x->maps[k].size;
+    for (const cca_segment_t *s = a->segments; s; s = s->next)
+        if (s->expandable && !x_view_segment(f, s, gone, &freed)) goto fail;
+    size_t n = 0;
+    for (size_t k = 0; k < x->nmaps; k++)
+        if (!gone[k]) f->maps[n++] = x->maps[k];
+    static const xrange_t none[1];                    /* a view with no range of st's (NULL would mean a->segments) */
+    f->view = (xlayout_t){ { f->maps, n }, f->ranges ? f->ranges : none, f->nranges };
+    size_t held = freed;
+    for (size_t i = 0; i < x->nheld; i++) held += x->held[i].size;
+    size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
+    size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
+    size_t m = dev_free < cap_room ? dev_free : cap_room;
+    f->room = m > SIZE_MAX - held ? SIZE_MAX : m + held;
+    for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE && st; p++) {
+        const cca_block_t *b = _cca_bins_largest(st->free[p]);
+        f->fit[p] = b ? b->size : 0;
+    }
+    free(gone);
+    return f;
+fail:
+    free(gone);
+    _cca_x_fit_free(f);
+    return NULL;
+}
+
+bool _cca_x_fit(const cca_xfit_t *f, size_t rounded)
+{
+    int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
+    if (f->fit[pool] >= rounded) return true;
+    xspot_t sp;
+    (void)x_best_spot(f->a, &f->view, f->st, pool, rounded, &sp);
+    return sp.need <= f->room;
+}
+
+void _cca_x_fit_free(cca_xfit_t *f)
+{
+    if (!f) return;
+    free(f->maps);
+    free(f->ranges);
+    free(f);
 }
 
 /* The held handle to map for `want` more bytes with `room` to spare: the

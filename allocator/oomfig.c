@@ -18,6 +18,7 @@ static bool oomfig_device_info(cca_allocator_t *a, size_t *free_b, size_t *total
 }
 
 /* ---- the largest request that would succeed now --------------------------
+ * (Expandable segments: oomfig_x_largest_fit, on expand.c's model.)
  * A request succeeds if best fit finds a block in its stream's pool (with
  * max_split_size's rules) or a new segment fits in what the device and the
  * cap allow after release-and-retry. Success is not monotone in the size
@@ -132,6 +133,33 @@ static size_t oomfig_largest_size_rounding_to(const cca_config_t *cfg, size_t r)
         else hi = mid - 1;
     }
     return lo;
+}
+
+/* Expandable segments: success is a prefix of the sizes in each pool
+ * (expand.c's model), so the largest caller's size in [lo, hi] all of whose
+ * sizes from lo on succeed is found by bisection; lo - 1 if lo fails. */
+static size_t oomfig_x_prefix(const cca_allocator_t *a, const cca_xfit_t *f, size_t lo, size_t hi)
+{
+    if (!_cca_x_fit(f, _cca_round_size(&a->cfg, lo))) return lo - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (_cca_x_fit(f, _cca_round_size(&a->cfg, mid))) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* largest_fit with expandable segments: every small size, then the large
+ * pool's prefix (dev_free: the device's free memory now). */
+static size_t oomfig_x_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t dev_free)
+{
+    cca_xfit_t *f = _cca_x_fit_new(a, st, dev_free);
+    if (!f) return 0;                                 /* no host memory: claim nothing */
+    size_t small_top = oomfig_largest_size_rounding_to(&a->cfg, CCA_SMALL_SIZE);
+    size_t l = small_top ? oomfig_x_prefix(a, f, 1, small_top) : 0;
+    if (l == small_top) l = oomfig_x_prefix(a, f, small_top + 1, CCA_MAX_REQUEST);
+    _cca_x_fit_free(f);
+    return l;
 }
 
 size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
@@ -304,7 +332,13 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     r->stream = ctx->stream;
     r->requested = ctx->requested;
     r->rounded = ctx->rounded;
-    r->segment_size = ctx->alloc_size;               /* the smallest segment the core tried */
+    r->segment_size = ctx->alloc_size;               /* the smallest segment the core tried, or: */
+    uint64_t key = _cca_stream_key(a->cfg.device, ctx->stream);
+    cca_stream_t *st = NULL;
+    for (cca_stream_t *t = a->streams; t; t = t->next)
+        if (t->key == key) st = t;
+    if (a->xv && ctx->rounded <= CCA_MAX_REQUEST)     /* expandable: what the growth maps at its spot now */
+        r->segment_size = _cca_x_need(a, st, ctx->pool, ctx->rounded);
     bool info = oomfig_device_info(a, &r->device_free, &r->device_total);
     if (!info) r->device_total = a->device_total;
     r->cap = a->cap == SIZE_MAX ? 0 : a->cap;
@@ -327,11 +361,7 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
         size_t room = r->cap > kept ? r->cap - kept : 0;
         if (room < avail) avail = room;
     }
-    uint64_t key = _cca_stream_key(a->cfg.device, ctx->stream);
-    cca_stream_t *st = NULL;
-    for (cca_stream_t *t = a->streams; t; t = t->next)
-        if (t->key == key) st = t;
-    r->largest_fit = _cca_largest_fit(a, st, avail);
+    r->largest_fit = a->xv ? oomfig_x_largest_fit(a, st, r->device_free) : _cca_largest_fit(a, st, avail);
     oomfig_pages(a, r);
     oomfig_stranded(a, st, r);
     oomfig_holders(a, r);

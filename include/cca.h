@@ -405,7 +405,12 @@ CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
 /* The verdict says what would make the failed request succeed, counting the
  * whole new segment it needs. From the report's figures after
  * release-and-retry - S segment_size (2 MiB, 20 MiB, or the request's own
- * size rounded to 2 MiB), T device_total, D device_free, R reserved,
+ * size rounded to 2 MiB; with expandable segments the bytes the growth
+ * must map at the spot the allocator picks now: the request less the free
+ * block it grows from - a range's free last block, or its free first
+ * block when it grows below the range, or both around a gap it fills -
+ * rounded up to 2 MiB, or the request's own pages for a new range),
+ * T device_total, D device_free, R reserved,
  * F free_cached, O free_cached_other (of F, the bytes in other streams'
  * segments, which no request on this stream can use), A = R - F (live and
  * pending), E external, C cap (0: none) - with cap_need = R + S - C when C
@@ -433,7 +438,10 @@ CCA_API const char *cca_snapshot_state_string(cca_snapshot_state_t s);
  * fragmented with no need: its free memory is in pieces. largest_fit is the
  * largest L such that every request of at most L would succeed now on the
  * failing request's stream, with the allocator's rounding and segment
- * rules (0: none). */
+ * rules (0: none); with expandable segments counting its free blocks (no
+ * max_split_size rule inside them), growth where the allocator would grow
+ * (a free end block counts), the handles a retry unmaps or holds, and new
+ * handles within the device's free memory and the cap. */
 typedef enum cca_oom_verdict {
     CCA_OOM_NONE = 0,                   /* no out-of-memory so far */
     CCA_OOM_EXHAUSTED,                  /* only freeing live allocations helps (or nothing can) */
@@ -451,7 +459,7 @@ typedef enum cca_oom_verdict {
     X(cudaStream_t, stream, , "the request's stream") \
     X(size_t, requested, , "the caller's size") \
     X(size_t, rounded, , "the block size") \
-    X(size_t, segment_size, , "the new segment the request needed") \
+    X(size_t, segment_size, , "the new segment the request needed (expandable: the bytes its growth must map)") \
     X(size_t, device_total, , "cudaMemGetInfo's total") \
     X(size_t, device_free, , "cudaMemGetInfo's free, after release-and-retry") \
     X(size_t, cap, , "effective cap in bytes; 0: none") \

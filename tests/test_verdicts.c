@@ -387,3 +387,111 @@ Test(verdicts, judging_an_older_programs_report_stays_inside_it)
     cca_oom_judge_sized(r, 8);                        /* too small to be one: nothing */
     cca_oom_judge(NULL);
 }
+
+/* ---- expandable segments: growth in place ---------------------------------
+ * A segment grows by mapping handles at its end (its free last block
+ * counts), right below its start (its free first block counts), or into a
+ * gap up to another of its ranges; a retry maps handles freed anywhere,
+ * other streams and pools included. segment_size is what the growth must
+ * map at the spot the allocator picks; largest_fit counts all of it. */
+
+#define X_CONF "expandable_segments:True"
+
+Test(verdicts, largest_fit_counts_an_expandable_segments_free_last_block)
+{
+    /* 8 MiB device: 3 MiB live in two 2 MiB handles, 1 MiB free at the
+     * end, 4 MiB free on the device: 1 + 4 = 5 MiB fits at the end */
+    scenario_t tail = { .conf = X_CONF, .capacity = 8 * MiB, .keep = { 3 * MiB }, .oom = 6 * MiB };
+    act_on_largest_fit(&tail, 5 * MiB);
+}
+
+Test(verdicts, largest_fit_of_expandable_growth_under_the_cap_and_with_outside_memory)
+{
+    /* cap 16 MiB: 5 MiB live + 5 MiB free at the end in 10 MiB of handles;
+     * the failing 12 MiB mapped the unmapped free handles back (4 MiB) and
+     * found 6 MiB under the cap for the rest: 5 + 6 = 11 MiB fits */
+    scenario_t cap = { .conf = X_CONF ",memory_limit_mb:16", .capacity = 1 * GiB, .keep = { 5 * MiB },
+                       .drop = { 4 * MiB }, .oom = 12 * MiB };
+    act_on_largest_fit(&cap, 11 * MiB);
+    /* 56 MiB held outside: 5 MiB live in 6 MiB, 2 MiB free on the device */
+    scenario_t ext = { .conf = X_CONF, .capacity = 64 * MiB, .outside = 56 * MiB, .keep = { 5 * MiB }, .oom = 4 * MiB };
+    act_on_largest_fit(&ext, 3 * MiB);
+}
+
+Test(verdicts, largest_fit_of_expandable_growth_in_the_small_pool_and_below_a_segment)
+{
+    /* the small pool's range has 424 KiB free at its end and the device
+     * nothing; the large pool's 8 MiB free handles are unmapped by a retry
+     * and mapped into the small pool: every small request fits, and in the
+     * large pool up to the 8 MiB block */
+    scenario_t small = { .conf = X_CONF, .capacity = 16 * MiB, .keep = { 1 * MiB, 600 * KiB, 6 * MiB },
+                         .drop = { 0, 0, 8 * MiB }, .oom = 10 * MiB };
+    act_on_largest_fit(&small, 8 * MiB);
+    /* a large range with a free first block of 1.5 MiB (part of a handle)
+     * and 2 MiB free on the device: a new 2 MiB range right below it joins
+     * it, 1.5 + 2 = 3.5 MiB */
+    scenario_t below = { .conf = X_CONF, .capacity = 16 * MiB, .keep = { 1 * MiB, 5 * MiB / 2, 8 * MiB },
+                         .drop = { 3 * MiB / 2 }, .oom = 4 * MiB };
+    act_on_largest_fit(&below, 7 * MiB / 2);
+}
+
+/* The verdict's S with expandable segments: the bytes the growth maps at
+ * the spot, the free last block subtracted. */
+Test(verdicts, expandable_segment_size_counts_the_free_last_block)
+{
+    /* the device: 3 MiB live in 4 MiB of handles (1 MiB free at the end),
+     * 4 MiB free on the device, a 7 MiB request: S = 7 - 1 rounded up to
+     * 2 MiB = 6 MiB; dev_need = S - D = 2 MiB, not cached (F = 1 MiB), in
+     * live bytes (A = 3 MiB): exhausted, 2 MiB short. (Counting the whole
+     * request, 8 MiB, would need 4 MiB: cached 1 + live 3, fragmented.) */
+    cca_sim_set_capacity(0, 8 * MiB);
+    cca_allocator_t *a = make_alloc(X_CONF);
+    void *live = alloc_ok(a, 3 * MiB, NULL);
+    cca_oom_report_t r = oom_of(a, 7 * MiB);
+    cr_assert_eq(r.rounded, 7 * MiB);
+    cr_assert_eq(r.segment_size, 6 * MiB, "segment_size %zu", r.segment_size);
+    cr_assert_eq(r.device_total, 8 * MiB);
+    cr_assert_eq(r.device_free, 4 * MiB);
+    cr_assert_eq(r.reserved, 4 * MiB);
+    cr_assert_eq(r.free_cached, 1 * MiB);
+    cr_assert_eq(r.external, 0);
+    cr_assert_eq(r.verdict, CCA_OOM_EXHAUSTED, "%s: %s", cca_oom_verdict_string(r.verdict), r.advice);
+    cr_assert_eq(r.shortfall, 2 * MiB, "shortfall %zu", r.shortfall);
+    cr_assert_eq(r.need_live, 2 * MiB);
+    cr_assert_eq(r.need_cached, 0);
+    cr_assert_eq(r.need_cap, 0);
+    cr_assert_eq(r.need_external, 0);
+    cr_assert_eq(r.largest_fit, 5 * MiB, "largest_fit %zu", r.largest_fit);
+    free_ok(a, live);
+    finish(a);
+
+    /* the cap, 16 MiB: 5 MiB live and 5 MiB free at the end (the failing
+     * request mapped its unmapped free handles back), 10 MiB reserved, a
+     * 12 MiB request: S = 12 - 5 rounded = 8 MiB, cap_need = R + S - C =
+     * 2 MiB: cap, 2 MiB short (the whole request would say 6 MiB) */
+    cca_sim_reset();
+    cca_sim_set_capacity(0, 1 * GiB);
+    a = make_alloc(X_CONF ",memory_limit_mb:16");
+    live = alloc_ok(a, 5 * MiB, NULL);
+    free_ok(a, alloc_ok(a, 4 * MiB, NULL));
+    r = oom_of(a, 12 * MiB);
+    cr_assert_eq(r.segment_size, 8 * MiB, "segment_size %zu", r.segment_size);
+    cr_assert_eq(r.reserved, 10 * MiB);
+    cr_assert_eq(r.free_cached, 5 * MiB);
+    cr_assert_eq(r.cap, 16 * MiB);
+    cr_assert_eq(r.verdict, CCA_OOM_CAP, "%s: %s", cca_oom_verdict_string(r.verdict), r.advice);
+    cr_assert_eq(r.shortfall, 2 * MiB, "shortfall %zu", r.shortfall);
+    cr_assert_eq(r.need_cap, 2 * MiB);
+    cr_assert_eq(r.largest_fit, 11 * MiB, "largest_fit %zu", r.largest_fit);
+    cr_assert(strstr(r.advice, "raise the cap by 2.00 MiB (memory_limit_mb:18)"), "%s", r.advice);
+    /* acted on: a cap 2 MiB higher serves it, 1 MiB higher does not */
+    for (size_t limit = 17; limit <= 18; limit++) {
+        cr_assert_eq(cca_set_memory_limit(a, limit * MiB), CCA_OK);
+        void *p = NULL;
+        cr_assert_eq(cca_malloc(a, &p, 12 * MiB, NULL), limit == 18 ? CCA_OK : CCA_ERROR_OUT_OF_MEMORY,
+                     "cap %zu MiB", limit);
+        if (p) free_ok(a, p);
+    }
+    free_ok(a, live);
+    finish(a);
+}
