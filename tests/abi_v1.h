@@ -1,29 +1,41 @@
 /* abi_v1.h - the exported plain symbols (cca_get_stats, ...) as a program
  * linked against a cca.h from before the static inline wrappers calls
- * them: declared here under v1_ names bound to the symbols themselves
- * (an asm label), since today's header makes the plain names inline
- * wrappers. Each fills the first version of its struct only. */
+ * them, under v1_ names (tests/abi_v1.c). Each fills the first version of
+ * its struct only. Not a header of cca.h's: in a unit that includes cca.h
+ * the plain names are the inline wrappers, so the symbols are reached
+ * through abi_v1.c, which does not include it; hence the struct tags and
+ * int statuses here (cca_status_t's values, cca_notice_kind_t's). */
 #ifndef CCA_TEST_ABI_V1_H
 #define CCA_TEST_ABI_V1_H
 
-#include <cca.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#define CCA_V1_SYM_(name) __asm__(#name)
-void         v1_cca_config_init(cca_config_t *cfg) CCA_V1_SYM_(cca_config_init);
-cca_status_t v1_cca_config_parse(cca_config_t *cfg, const char *conf, char *err, size_t err_len) CCA_V1_SYM_(cca_config_parse);
-cca_status_t v1_cca_create(const cca_config_t *cfg, cca_allocator_t **out) CCA_V1_SYM_(cca_create);
-cca_status_t v1_cca_get_config(cca_allocator_t *a, cca_config_t *out) CCA_V1_SYM_(cca_get_config);
-cca_status_t v1_cca_get_stats(cca_allocator_t *a, cca_stats_t *out) CCA_V1_SYM_(cca_get_stats);
-cca_status_t v1_cca_get_fragmentation(cca_allocator_t *a, cca_frag_t *out) CCA_V1_SYM_(cca_get_fragmentation);
-cca_status_t v1_cca_snapshot_walk(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg)
-    CCA_V1_SYM_(cca_snapshot_walk);
-cca_status_t v1_cca_set_oom_callback(cca_allocator_t *a, cca_oom_fn fn, void *arg) CCA_V1_SYM_(cca_set_oom_callback);
-cca_status_t v1_cca_last_oom_report(cca_allocator_t *a, cca_oom_report_t *out) CCA_V1_SYM_(cca_last_oom_report);
-cca_status_t v1_cca_thread_last_oom_report(cca_oom_report_t *out) CCA_V1_SYM_(cca_thread_last_oom_report);
-size_t       v1_cca_oom_report_format(const cca_oom_report_t *r, char *buf, size_t len) CCA_V1_SYM_(cca_oom_report_format);
-void         v1_cca_oom_judge(cca_oom_report_t *r) CCA_V1_SYM_(cca_oom_judge);
-cca_status_t v1_cca_history_walk(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped) CCA_V1_SYM_(cca_history_walk);
-cca_status_t v1_cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out) CCA_V1_SYM_(cca_scope_end);
-#undef CCA_V1_SYM_
+struct cca_allocator;
+struct cca_config;
+struct cca_stats;
+struct cca_frag;
+struct cca_segment_info;
+struct cca_block_info;
+struct cca_oom_report;
+struct cca_history_entry;
+struct cca_scope_result;
+
+void   v1_cca_config_init(struct cca_config *cfg);
+int    v1_cca_config_parse(struct cca_config *cfg, const char *conf, char *err, size_t err_len);
+int    v1_cca_create(const struct cca_config *cfg, struct cca_allocator **out);
+int    v1_cca_get_config(struct cca_allocator *a, struct cca_config *out);
+int    v1_cca_get_stats(struct cca_allocator *a, struct cca_stats *out);
+int    v1_cca_get_fragmentation(struct cca_allocator *a, struct cca_frag *out);
+int    v1_cca_snapshot_walk(struct cca_allocator *a, int (*seg_cb)(const struct cca_segment_info *, void *),
+                            int (*block_cb)(const struct cca_block_info *, void *), void *arg);
+int    v1_cca_set_oom_callback(struct cca_allocator *a, void (*fn)(const struct cca_oom_report *, void *), void *arg);
+int    v1_cca_last_oom_report(struct cca_allocator *a, struct cca_oom_report *out);
+int    v1_cca_thread_last_oom_report(struct cca_oom_report *out);
+size_t v1_cca_oom_report_format(const struct cca_oom_report *r, char *buf, size_t len);
+void   v1_cca_oom_judge(struct cca_oom_report *r);
+int    v1_cca_history_walk(struct cca_allocator *a, int (*fn)(const struct cca_history_entry *, void *), void *arg,
+                           uint64_t *dropped);
+int    v1_cca_scope_end(struct cca_allocator *a, uint64_t token, struct cca_scope_result *out);
 
 #endif

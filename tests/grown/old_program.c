@@ -212,8 +212,8 @@ int main(void)
     for (int way = 0; way < 3; way++) {
         memset(oom_seen, PAD, sizeof oom_seen);
         oom_seen_size = way == 2 ? V1_OOM : sizeof(cca_oom_report_t);
-        cca_status_t st = way == 0 ? cca_set_oom_callback(a, on_oom, NULL)
-                        : way == 1 ? p_setcb(a, on_oom, NULL) : v1_cca_set_oom_callback(a, on_oom, NULL);
+        int st = way == 0 ? (int)cca_set_oom_callback(a, on_oom, NULL)
+               : way == 1 ? (int)p_setcb(a, on_oom, NULL) : v1_cca_set_oom_callback(a, on_oom, NULL);
         check(st == CCA_OK, "cca_set_oom_callback");
         void *big = NULL;
         check(cca_malloc(a, &big, 300 * MiB, 0) == CCA_ERROR_OUT_OF_MEMORY, "the scenario's out-of-memory");
