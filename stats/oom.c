@@ -87,13 +87,15 @@ static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
     char b[4][32];
     text_t t = { r->advice, sizeof r->advice, 0 };
     r->advice[0] = 0;
+    bool grows = cfg && cfg->expandable_segments;    /* segment_size: what a growth maps, not a new segment */
     if (r->segment_size > r->device_total) {
-        oom_put(&t, "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
+        oom_put(&t, grows ? "the request needs %s mapped, more than the device's total %s: split it or lower the batch size"
+                          : "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
             _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_total, b[1]));
         return;
     }
-    oom_put(&t, "needs a new %s segment, %s free on the device", _cca_fmt_bytes(r->segment_size, b[0]),
-        _cca_fmt_bytes(r->device_free, b[1]));
+    oom_put(&t, grows ? "needs %s more mapped, %s free on the device" : "needs a new %s segment, %s free on the device",
+        _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_free, b[1]));
     if (r->cap) oom_put(&t, ", %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
     const char *sep = ": ";
     if (r->need_cap) {

@@ -462,6 +462,8 @@ Test(verdicts, expandable_segment_size_counts_the_free_last_block)
     cr_assert_eq(r.need_cap, 0);
     cr_assert_eq(r.need_external, 0);
     cr_assert_eq(r.largest_fit, 5 * MiB, "largest_fit %zu", r.largest_fit);
+    cr_assert_str_eq(r.advice, "needs 6.00 MiB more mapped, 4.00 MiB free on the device: free 2.00 MiB of live "
+                               "allocations or lower the batch size; largest request that fits now: 5.00 MiB");
     free_ok(a, live);
     finish(a);
 
