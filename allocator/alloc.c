@@ -35,6 +35,7 @@ void _cca_reap_pending(cca_allocator_t *a)
 void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
 {
     _cca_reap_pending(a);
+    if (trigger && trigger->dead) trigger = NULL;     /* retired just now: its leases are gone */
     bool tell = a->unseen && (atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_WATCH);
     a->unseen = false;
     if (tell) _cca_acct_changed(a);

@@ -23,6 +23,17 @@
 #define CCA_V1_SCOPE   48                     /* up to frees */
 #define CCA_V1_HISTORY 56                     /* up to device_free */
 #define CCA_V1_NOTICE  48                     /* up to bytes */
+#if UINTPTR_MAX == UINT64_MAX                 /* the numbers are LP64's: a field inserted before them moves these */
+_Static_assert(offsetof(cca_config_t, expandable_segments) == CCA_V1_CONFIG, "cca_config_t's first version");
+_Static_assert(offsetof(cca_stats_t, oversize_allocations) == CCA_V1_STATS, "cca_stats_t's first version");
+_Static_assert(offsetof(cca_frag_t, unmapped) == CCA_V1_FRAG, "cca_frag_t's first version");
+_Static_assert(offsetof(cca_segment_info_t, is_expandable) == CCA_V1_SEG, "cca_segment_info_t's first version");
+_Static_assert(offsetof(cca_block_info_t, tag) == CCA_V1_BLOCK, "cca_block_info_t's first version");
+_Static_assert(offsetof(cca_oom_report_t, need_cap) == CCA_V1_OOM, "cca_oom_report_t's first version");
+_Static_assert(offsetof(cca_scope_result_t, left_allocated) == CCA_V1_SCOPE, "cca_scope_result_t's first version");
+_Static_assert(sizeof(cca_history_entry_t) >= CCA_V1_HISTORY, "cca_history_entry_t's first version");
+_Static_assert(sizeof(cca_notice_t) >= CCA_V1_NOTICE, "cca_notice_t's first version");
+#endif
 
 /* Copies the library's struct (n bytes) out to the caller's of `size`
  * bytes: the fields that fit, in order, and zeros past what we know. */

@@ -327,12 +327,15 @@ static void x_map_remove(struct cca_xvmm *x, size_t i)
     x->nmaps--;
 }
 
-static bool x_unmap_retry(struct cca_xvmm *x, uintptr_t addr, size_t size)
-{
-    for (int tries = 0; tries < 3; tries++)
-        if (x->unmap((CUdeviceptr)addr, size) == CUDA_SUCCESS) return true;
-    return false;
-}
+/* A driver call that gives memory back (a CUresult expression), tried up
+ * to CCA_RELEASE_TRIES times until it succeeds: its last result. */
+#define X_TRIES(call)                                                    \
+    __extension__({                                                      \
+        CUresult r_ = CUDA_SUCCESS;                                      \
+        for (int t_ = 0; t_ < CCA_RELEASE_TRIES; t_++)                   \
+            if ((r_ = (call)) == CUDA_SUCCESS) break;                    \
+        r_;                                                              \
+    })
 
 static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const char *call, CUresult r, size_t size)
 {
@@ -369,7 +372,7 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         CUmemAccessDesc d = { .location = x->prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
         call = "cuMemSetAccess";
         r = x->set_access((CUdeviceptr)at, hs, &d, 1);
-        if (r != CUDA_SUCCESS && !x_unmap_retry(x, at, hs)) {   /* mapped without access: kept aside, never used */
+        if (r != CUDA_SUCCESS && X_TRIES(x->unmap((CUdeviceptr)at, hs)) != CUDA_SUCCESS) {   /* mapped without access: kept aside, never used */
             x_map_insert(x, (xmap_t){ at, hs, h, hpool, true });
             _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)hs);
             a->stats.num_device_alloc++;
@@ -1113,32 +1116,6 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
     return CCA_OK;
 }
 
-/* The driver's calls that give memory back, as cca_destroy makes them:
- * each tried CCA_RELEASE_TRIES times (the call and 3 retries). */
-static CUresult x_unmap_tries(const struct cca_xvmm *x, uintptr_t addr, size_t size)
-{
-    CUresult r = CUDA_SUCCESS;
-    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
-        if ((r = x->unmap((CUdeviceptr)addr, size)) == CUDA_SUCCESS) break;
-    return r;
-}
-
-static CUresult x_release_tries(const struct cca_xvmm *x, CUmemGenericAllocationHandle h)
-{
-    CUresult r = CUDA_SUCCESS;
-    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
-        if ((r = x->release(h)) == CUDA_SUCCESS) break;
-    return r;
-}
-
-static CUresult x_address_free_tries(const struct cca_xvmm *x, uintptr_t base, size_t size)
-{
-    CUresult r = CUDA_SUCCESS;
-    for (int t = 0; t < CCA_RELEASE_TRIES; t++)
-        if ((r = x->address_free((CUdeviceptr)base, size)) == CUDA_SUCCESS) break;
-    return r;
-}
-
 static void x_keep(cca_kept_part_t *p, size_t bytes, CUresult r)
 {
     p->calls++;
@@ -1186,20 +1163,20 @@ void _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept)
     size_t stay = 0;                                  /* the mappings that stay: maps[nmaps - stay, nmaps) */
     for (size_t i = x->nmaps; i-- > 0;) {             /* from the top: a driver keeping mappings in order moves nothing */
         xmap_t m = x->maps[i];
-        CUresult r = x_unmap_tries(x, m.addr, m.size);
+        CUresult r = X_TRIES(x->unmap((CUdeviceptr)m.addr, m.size));
         bool mapped = r != CUDA_SUCCESS;
         if (mapped) {
             x_keep(&kept->unmap, m.size, r);
             kept->device_bytes += m.size;
             x->maps[x->nmaps - 1 - stay++] = m;       /* at i or above: what was read already */
         }
-        if ((r = x_release_tries(x, m.h)) != CUDA_SUCCESS) {
+        if ((r = X_TRIES(x->release(m.h))) != CUDA_SUCCESS) {
             x_keep(&kept->release, m.size, r);
             if (!mapped) kept->device_bytes += m.size;
         }
     }
     for (size_t i = 0; i < x->nheld; i++) {
-        CUresult r = x_release_tries(x, x->held[i].h);
+        CUresult r = X_TRIES(x->release(x->held[i].h));
         if (r != CUDA_SUCCESS) {
             x_keep(&kept->release, x->held[i].size, r);
             kept->device_bytes += x->held[i].size;
@@ -1209,7 +1186,7 @@ void _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept)
         const xres_t *res = &x->res[i];
         bool in_use = false;
         for (size_t k = x->nmaps - stay; k < x->nmaps && !in_use; k++) in_use = x->maps[k].addr - res->base < res->size;
-        CUresult r = in_use ? CUDA_SUCCESS : x_address_free_tries(x, res->base, res->size);
+        CUresult r = in_use ? CUDA_SUCCESS : X_TRIES(x->address_free((CUdeviceptr)res->base, res->size));
         if (in_use || r != CUDA_SUCCESS) {
             x_keep(in_use ? &kept->still_mapped : &kept->address_free, res->size, r);
             kept->va_bytes += res->size;

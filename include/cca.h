@@ -45,7 +45,9 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
  * calling program), fill the struct this header declares. The library
  * also exports functions of the plain names, for programs linked against
  * a cca.h from before the wrappers: those fill the struct's first version
- * only (the fields it had when the sized calls began). */
+ * only (the fields it had when the sized calls began; for cca_config_t the
+ * 120 bytes before expandable_segments, so such a program that uses that
+ * key must be rebuilt against this header). */
 #define CCA_MEMBER_(type, name, dims, doc) type name dims;
 #ifndef CCA_PLAIN_SYMBOLS_
 #define CCA_PLAIN_(ret, name, params, body) static inline ret name params { body; }
@@ -764,6 +766,8 @@ CCA_API const cca_struct_layout_t *cca_struct_layouts(size_t *count);
 
 /* One struct's layout by name ("cca_stats_t"), or NULL. */
 CCA_API const cca_struct_layout_t *cca_struct_layout(const char *name);
+
+#undef CCA_PLAIN_
 
 #ifdef __cplusplus
 }

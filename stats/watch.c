@@ -219,13 +219,23 @@ static cca_status_t watch_alive_view(cca_view_t *v, void *arg)
     return CCA_ERROR_INVALID_ARGUMENT;
 }
 
+/* The allocator this thread is delivering for: a delivery started inside
+ * it (a callback's own call, or the liveness view's, that changed the
+ * figures) leaves its crossings to the loop below, which takes them after
+ * the ones already queued - in the order they happened. */
+static _Thread_local const cca_allocator_t *delivering;
+
 void _cca_watch_deliver(cca_allocator_t *a)
 {
+    if (delivering == a) return;
+    const cca_allocator_t *outer = delivering;
+    delivering = a;
     crossing_t c;
     while (tq.n && watch_tq_take(a->id, &c)) {            /* a callback may queue more: still in order */
         if (_cca_view(a, watch_alive_view, &c.watch_id) != CCA_OK) continue;
         c.fn(c.arg, c.which, c.now, c.rising);        /* queued watches' crossings are in the notice queue */
     }
+    delivering = outer;
 }
 
 void _cca_watch_destroy(cca_acct_t *acct)

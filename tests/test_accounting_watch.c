@@ -2,6 +2,7 @@
  * in order, on the causing thread, outside the lock) and measurement scopes
  * (nested, overlapping across threads), and the hooks flag they leave. */
 #include <pthread.h>
+#include <sched.h>
 #include "acct_util.h"
 #include "internal.h"
 
@@ -115,6 +116,62 @@ Test(watch, callback_may_allocate_and_cross_again)
     cr_assert_eq(l.n, 4);
     expect(&l, 2, 2, 0, 2 * MiB);
     expect(&l, 3, 1, 0, 0);
+    finish(a);
+}
+
+/* A stream that dies between a crossing and its delivery: a thread caches
+ * a 20 MiB segment on its per-thread stream; the main thread's allocation
+ * crosses x (25 MiB) and w (30 MiB); x's callback lets the thread exit, so
+ * the liveness check before w's delivery returns the thread's segment and
+ * queues both falling crossings. They come after w's rising one (not from
+ * a delivery nested inside that check), so each watch sees its crossings
+ * in order. */
+typedef struct exiter { cca_allocator_t *a; pthread_t t; pthread_mutex_t mu; pthread_cond_t cv; bool go; } exiter_t;
+static exiter_t ex = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *cache_then_exit(void *arg)
+{
+    exiter_t *e = arg;
+    free_ok(e->a, alloc_ok(e->a, 20 * MiB, cudaStreamPerThread));
+    pthread_mutex_lock(&e->mu);
+    while (!e->go) pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return NULL;                                      /* its stream dies with it */
+}
+
+static void let_it_exit(void *arg, cca_watch_kind_t which, size_t now, int rising)
+{
+    on_cross(arg, which, now, rising);
+    if (!rising) return;
+    pthread_mutex_lock(&ex.mu);
+    ex.go = true;
+    pthread_cond_signal(&ex.cv);
+    pthread_mutex_unlock(&ex.mu);
+    pthread_join(ex.t, NULL);                         /* its key destructors ran: the stream is dying */
+}
+
+Test(watch, a_stream_dying_before_a_delivery_keeps_the_crossings_in_order)
+{
+    cca_allocator_t *a = make_alloc("");
+    ex.a = a;
+    ex.go = false;
+    cr_assert_eq(pthread_create(&ex.t, NULL, cache_then_exit, &ex), 0);
+    while (stats_of(a).reserved_bytes[CCA_POOL_ALL].current != (int64_t)(20 * MiB)) sched_yield();
+    log_t l = { .a = a };
+    tag_t x = { &l, 1 }, w = { &l, 2 };
+    uint64_t ix, iw;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, 25 * MiB, let_it_exit, &x, &ix), CCA_OK);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, 30 * MiB, on_cross, &w, &iw), CCA_OK);
+    void *p = alloc_ok(a, 20 * MiB, NULL);            /* 40 MiB: both rise */
+    cr_assert_eq(l.n, 4, "%d crossings", l.n);
+    expect(&l, 0, 1, 1, 40 * MiB);
+    expect(&l, 1, 2, 1, 40 * MiB);
+    expect(&l, 2, 2, 0, 20 * MiB);                   /* falling: down through the higher threshold first */
+    expect(&l, 3, 1, 0, 20 * MiB);
+    cr_assert_eq(stats_of(a).reserved_bytes[CCA_POOL_ALL].current, (int64_t)(20 * MiB));
+    free_ok(a, p);
+    cr_assert_eq(cca_unwatch(a, ix), CCA_OK);
+    cr_assert_eq(cca_unwatch(a, iw), CCA_OK);
     finish(a);
 }
 

@@ -329,10 +329,15 @@ def get_per_process_memory_fraction(device=None):
 
 
 def _plain(v):
-    """A field's value as Python has it: a float, an int, or a list of them
-    for an array (a field appended later may be either)."""
+    """A field's value as Python has it: a float, an int, a str (a char
+    array), a list (an array) or a dict (a struct) of them - a field a later
+    libcca appends may be any of these."""
+    if isinstance(v, bytes):
+        return v.decode(errors="replace")
     if isinstance(v, ctypes.Array):
         return [_plain(x) for x in v]
+    if isinstance(v, ctypes.Structure):
+        return {n: _plain(getattr(v, n)) for n in getattr(type(v), "_cca_fields", ())}
     return v if isinstance(v, float) else int(v or 0)
 
 

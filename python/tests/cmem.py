@@ -37,11 +37,16 @@ def run_thread_to_its_end(fn, timeout=30.0):
 
     def body():
         box["tid"] = threading.get_native_id()
-        fn()
+        try:
+            fn()
+        except BaseException as exc:                  # noqa: BLE001 - raised again on the caller's thread
+            box["error"] = exc
 
     t = threading.Thread(target=body)
     t.start()
     t.join()
+    if "error" in box:
+        raise box["error"]
     task = "/proc/self/task/%d" % box["tid"]
     deadline = time.monotonic() + timeout
     while os.path.exists(task):

@@ -155,6 +155,9 @@ int main(void)
 {
     cca_sim_reset();
     cca_sim_set_capacity(0, 256 * MiB);
+    size_t nl = 0;                                    /* the library's own sizes: compare.sh checks they grew */
+    const cca_struct_layout_t *lay = cca_struct_layouts(&nl);
+    for (size_t i = 0; i < nl; i++) printf("layout %s %zu\n", lay[i].name, lay[i].size);
 
     /* configuration: init, parse, create, get_config */
     void (*p_init)(cca_config_t *) = &cca_config_init;
