@@ -37,6 +37,36 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
     CCA_SIM_MEM_SET_ACCESS, CCA_SIM_MEM_ADDRESS_RESERVE, CCA_SIM_MEM_ADDRESS_FREE,
     CCA_SIM_MEM_GET_GRANULARITY,         /* cuMemGetAllocationGranularity: 2 MiB */
     CCA_SIM_MEM_GET_ACCESS,
+    /* appended: what a framework's start-up and compute path call and an
+     * allocator never does (sim_framework.inc). Kernels, copies and memsets
+     * are stream-ordered work that touches no device memory; a copy to the
+     * host fills the host side with zeros. */
+    CCA_SIM_GET_DEVICE_PROPERTIES,       /* cudaGetDeviceProperties (and _v2) */
+    CCA_SIM_DEVICE_GET_ATTRIBUTE,
+    CCA_SIM_DRIVER_GET_VERSION, CCA_SIM_RUNTIME_GET_VERSION,
+    CCA_SIM_DEVICE_GET_STREAM_PRIORITY_RANGE,
+    CCA_SIM_STREAM_GET_PRIORITY,         /* cudaStreamCreateWithPriority counts as CCA_SIM_STREAM_CREATE */
+    CCA_SIM_STREAM_GET_CAPTURE_INFO,
+    CCA_SIM_THREAD_EXCHANGE_CAPTURE_MODE,
+    CCA_SIM_DEVICE_CAN_ACCESS_PEER, CCA_SIM_DEVICE_ENABLE_PEER_ACCESS,
+    CCA_SIM_DEVICE_GET_PCI_BUS_ID,
+    CCA_SIM_POINTER_GET_ATTRIBUTES,
+    CCA_SIM_FUNC_GET_ATTRIBUTES, CCA_SIM_FUNC_SET_ATTRIBUTE,
+    CCA_SIM_OCCUPANCY,                   /* cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags] */
+    CCA_SIM_GET_KERNEL,                  /* __cudaGetKernel (CUDA 13's <<<>>>) */
+    CCA_SIM_LAUNCH_KERNEL,               /* cudaLaunchKernel, __cudaLaunchKernel, ...ExC, ...Cooperative */
+    CCA_SIM_MEMSET,                      /* cudaMemset, cudaMemsetAsync, cuMemsetD32Async */
+    CCA_SIM_MEMCPY,                      /* cudaMemcpy (synchronous) */
+    CCA_SIM_MEMCPY_ASYNC,                /* cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpyPeerAsync */
+    CCA_SIM_HOST_ALLOC,                  /* cudaHostAlloc, cudaMallocHost */
+    CCA_SIM_FREE_HOST,
+    CCA_SIM_EVENT_ELAPSED_TIME,
+    /* the driver's device and context queries (cuInit, cuDriverGetVersion,
+     * cuDeviceGet*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetAddressRange,
+     * cuPointerGetAttribute), and the driver calls the simulated device does
+     * not support (CUDA_ERROR_NOT_SUPPORTED: multicast, green contexts,
+     * shareable handles, log callbacks) */
+    CCA_SIM_DRIVER_QUERY, CCA_SIM_DRIVER_UNSUPPORTED,
     CCA_SIM_API_COUNT
 } cca_sim_api_t;
 

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -61,6 +62,8 @@ typedef struct stream {
     uint64_t done;                  /* items 1..done known complete */
     bool held;
     int capture;                    /* cudaStreamCaptureStatus: none or active */
+    uint64_t capture_id;            /* cudaStreamGetCaptureInfo's id of the capture under way */
+    int priority;                   /* cudaStreamCreateWithPriority's, clamped */
     uint64_t hold_from;             /* while held, items > hold_from are blocked */
     wait_t *waits;                  /* ascending k, from whead */
     size_t whead, wcount, wcap;
@@ -761,6 +764,7 @@ static cudaError_t stream_sync(cudaStream_t stream, bool ptsz)
  * (cudaStreamIsCapturing); the graph EndCapture returns is a token, not a
  * graph the simulator could launch. */
 static char graph_token;
+static uint64_t next_capture_id = 1;
 
 static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode, bool ptsz)
 {
@@ -772,6 +776,7 @@ static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode
     if (!e && g.streams[i].capture != cudaStreamCaptureStatusNone) e = cudaErrorIllegalState;
     if (!e) {
         g.streams[i].capture = cudaStreamCaptureStatusActive;
+        g.streams[i].capture_id = next_capture_id++;
         fault_ok(CCA_SIM_STREAM_BEGIN_CAPTURE);
     }
     return call_end(t, e);
@@ -1087,6 +1092,7 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { retur
 /* controls                                                            */
 
 #include "sim_vmm.inc"
+#include "sim_framework.inc"
 
 SIM_API void cca_sim_reset(void)
 {
@@ -1106,6 +1112,7 @@ SIM_API void cca_sim_reset(void)
     g.nzombies = 0;
     sim_map_clear(&g.allocs);
     vmm_reset();
+    framework_reset();
     for (int d = 0; d < MAX_DEVICES; d++) {
         device_t *dv = &g.dev[d];
         sim_ext_clear(&dv->free);   /* address ranges stay reserved */
@@ -1279,6 +1286,31 @@ SIM_API const char *cca_sim_api_name(cca_sim_api_t api)
         [CCA_SIM_MEM_ADDRESS_FREE] = "cuMemAddressFree",
         [CCA_SIM_MEM_GET_GRANULARITY] = "cuMemGetAllocationGranularity",
         [CCA_SIM_MEM_GET_ACCESS] = "cuMemGetAccess",
+        [CCA_SIM_GET_DEVICE_PROPERTIES] = "cudaGetDeviceProperties",
+        [CCA_SIM_DEVICE_GET_ATTRIBUTE] = "cudaDeviceGetAttribute",
+        [CCA_SIM_DRIVER_GET_VERSION] = "cudaDriverGetVersion",
+        [CCA_SIM_RUNTIME_GET_VERSION] = "cudaRuntimeGetVersion",
+        [CCA_SIM_DEVICE_GET_STREAM_PRIORITY_RANGE] = "cudaDeviceGetStreamPriorityRange",
+        [CCA_SIM_STREAM_GET_PRIORITY] = "cudaStreamGetPriority",
+        [CCA_SIM_STREAM_GET_CAPTURE_INFO] = "cudaStreamGetCaptureInfo",
+        [CCA_SIM_THREAD_EXCHANGE_CAPTURE_MODE] = "cudaThreadExchangeStreamCaptureMode",
+        [CCA_SIM_DEVICE_CAN_ACCESS_PEER] = "cudaDeviceCanAccessPeer",
+        [CCA_SIM_DEVICE_ENABLE_PEER_ACCESS] = "cudaDeviceEnablePeerAccess",
+        [CCA_SIM_DEVICE_GET_PCI_BUS_ID] = "cudaDeviceGetPCIBusId",
+        [CCA_SIM_POINTER_GET_ATTRIBUTES] = "cudaPointerGetAttributes",
+        [CCA_SIM_FUNC_GET_ATTRIBUTES] = "cudaFuncGetAttributes",
+        [CCA_SIM_FUNC_SET_ATTRIBUTE] = "cudaFuncSetAttribute",
+        [CCA_SIM_OCCUPANCY] = "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+        [CCA_SIM_GET_KERNEL] = "__cudaGetKernel",
+        [CCA_SIM_LAUNCH_KERNEL] = "cudaLaunchKernel",
+        [CCA_SIM_MEMSET] = "cudaMemsetAsync",
+        [CCA_SIM_MEMCPY] = "cudaMemcpy",
+        [CCA_SIM_MEMCPY_ASYNC] = "cudaMemcpyAsync",
+        [CCA_SIM_HOST_ALLOC] = "cudaHostAlloc",
+        [CCA_SIM_FREE_HOST] = "cudaFreeHost",
+        [CCA_SIM_EVENT_ELAPSED_TIME] = "cudaEventElapsedTime",
+        [CCA_SIM_DRIVER_QUERY] = "cuDeviceGet (driver queries)",
+        [CCA_SIM_DRIVER_UNSUPPORTED] = "cuMulticastCreate (unsupported driver calls)",
     };
     if ((int)api < 0 || api >= CCA_SIM_API_COUNT) return "unknown";
     return names[api];
