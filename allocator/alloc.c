@@ -157,6 +157,18 @@ static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void 
     return true;
 }
 
+/* The hot path's events (st locked, something pending somewhere): st's
+ * own when no other stream has any; false (the caller goes all locked,
+ * which handles every stream's) when another stream has some, or when a
+ * block could not come back within st's leases. The count is read after
+ * st's lock: another stream's events recorded meanwhile are the next
+ * malloc's, as they would be a moment later under PyTorch's lock. */
+static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
+{
+    if (atomic_load_explicit(&a->pending_events, memory_order_relaxed) != st->events.n_pending) return false;
+    return _cca_process_stream_events(a, st);
+}
+
 cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
 {
     if (__builtin_expect(!a || !ptr, 0))
@@ -170,10 +182,13 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     if (st && size <= CCA_MAX_REQUEST) {
         _cca_lock(&st->lock);
         /* read under the stream lock: a watch set by the all-locked path
-         * either saw this call finish or is seen by it; the stream's
-         * completed events are handled first, as PyTorch does per malloc */
+         * either saw this call finish or is seen by it. Completed events
+         * are handled first, every stream's, as PyTorch does per malloc:
+         * here when only this stream has any, else all locked (one
+         * relaxed load when nothing is pending anywhere) */
         bool done = st->key == key && !alloc_hooked(a) &&   /* a record retired meanwhile has another key */
-                    (!st->events.n_pending || _cca_process_stream_events(a, st)) &&
+                    (!atomic_load_explicit(&a->pending_events, memory_order_relaxed) ||
+                     alloc_own_events_only(a, st)) &&
                     alloc_malloc_fast(a, st, ptr, size);
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
@@ -199,8 +214,7 @@ static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_bloc
         cca_delta_t d;
         _cca_release_delta(&d, a, b);
         _cca_ctr_apply(a, st, pool, &d);
-        b->requested = 0;
-        _cca_free_with_uses(a, b, requested);
+        _cca_free_with_uses(a, b, requested);          /* b->requested stays: counted until the uses complete */
     } else {
         if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, b->requested, st->handle, b->tag, 0);
         cca_delta_t d;

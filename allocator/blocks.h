@@ -170,14 +170,16 @@ static inline void _cca_take_delta(cca_delta_t *d, const cca_allocator_t *a, con
     _cca_take_delta_of(d, a, b->seg->pool, b->size, _cca_block_counts_split(b), size, requested);
 }
 
-/* Allocated block b -> pending (freed, awaiting other streams' events). */
+/* Allocated block b -> pending (freed, awaiting other streams' events):
+ * allocation falls; active and requested stay until the uses complete (as
+ * PyTorch's, which lowers both when it frees the block). */
 static inline void _cca_release_delta(cca_delta_t *d, const cca_allocator_t *a, const cca_block_t *b)
 {
     d->rise = d->pos = 0;
     d->v[CCA_K_active] = d->v[CCA_K_active_bytes] = d->v[CCA_K_inactive_split] = d->v[CCA_K_inactive_split_bytes] = 0;
+    d->v[CCA_K_requested_bytes] = 0;
     d->v[CCA_K_allocation] = -1;
     d->v[CCA_K_allocated_bytes] = -(int64_t)b->size;
-    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
     d->v[CCA_K_oversize_allocations] = -_cca_oversize(a, b->size);
 }
 
@@ -188,12 +190,14 @@ static inline void _cca_merge_part(cca_delta_t *d, const cca_block_t *b)
     _cca_merge_deltas(b, &d->v[CCA_K_inactive_split], &d->v[CCA_K_inactive_split_bytes]);
 }
 
-/* Pending block b -> free, merged with its free neighbours. */
-static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b)
+/* Pending block b -> free, merged with its free neighbours; `requested`:
+ * the caller's bytes it was freed with (the pending record keeps them). */
+static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b, size_t requested)
 {
     d->rise = CCA_RISE_SPLIT;
     d->pos = 0;
-    d->v[CCA_K_allocation] = d->v[CCA_K_allocated_bytes] = d->v[CCA_K_requested_bytes] = d->v[CCA_K_oversize_allocations] = 0;
+    d->v[CCA_K_allocation] = d->v[CCA_K_allocated_bytes] = d->v[CCA_K_oversize_allocations] = 0;
+    d->v[CCA_K_requested_bytes] = -(int64_t)requested;
     _cca_merge_part(d, b);
     d->v[CCA_K_active] = -1;
     d->v[CCA_K_active_bytes] = -(int64_t)b->size;

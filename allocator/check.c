@@ -41,12 +41,12 @@ static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_
     }
     check_add(&w->active, ps, 1);
     check_add(&w->active_bytes, ps, (int64_t)b->size);
+    CHECK(b->requested <= b->size, "block %#lx: requested %zu above its size %zu", (unsigned long)b->addr, b->requested, b->size);
+    check_add(&w->requested_bytes, ps, (int64_t)b->requested);   /* a pending block's count until its uses complete */
     if (b->state == CCA_BLOCK_ALLOCATED) {
         CHECK(_cca_ptrmap_get(&s->stream->live, b->addr) == b, "allocated block %#lx missing from its stream's address map", (unsigned long)b->addr);
-        CHECK(b->requested <= b->size, "block %#lx: requested %zu above its size %zu", (unsigned long)b->addr, b->requested, b->size);
         check_add(&w->allocation, ps, 1);
         check_add(&w->allocated_bytes, ps, (int64_t)b->size);
-        check_add(&w->requested_bytes, ps, (int64_t)b->requested);
         check_add(&w->oversize_allocations, ps, _cca_oversize(a, b->size));
         w->live_blocks++;
     } else {
@@ -100,7 +100,7 @@ static cca_status_t check_stat(const char *name, const cca_stat_t *st, const tal
 static cca_status_t check_order(const cca_stats_t *s)
 {
     for (int p = 0; p < CCA_POOL_COUNT; p++) {
-        CHECK(s->requested_bytes[p].current <= s->allocated_bytes[p].current, "requested above allocated bytes (pool %d)", p);
+        CHECK(s->requested_bytes[p].current <= s->active_bytes[p].current, "requested above active bytes (pool %d)", p);
         CHECK(s->allocated_bytes[p].current <= s->active_bytes[p].current, "allocated above active bytes (pool %d)", p);
         CHECK(s->active_bytes[p].current <= s->reserved_bytes[p].current, "active above reserved bytes (pool %d)", p);
     }
@@ -163,6 +163,9 @@ static cca_status_t check_locked(cca_allocator_t *a)
 
     CHECK(w.pending_events == _cca_pending_total(a), "%zu events owed by blocks, %zu outstanding",
           w.pending_events, _cca_pending_total(a));
+    CHECK(atomic_load_explicit(&a->pending_events, memory_order_relaxed) == _cca_pending_total(a),
+          "the allocator counts %zu pending events, its streams hold %zu",
+          atomic_load_explicit(&a->pending_events, memory_order_relaxed), _cca_pending_total(a));
     bool acc = !a->accumulated_reset;
 #define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
     CCA_STAT_FIELDS(CHECK_STAT_)

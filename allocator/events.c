@@ -6,6 +6,7 @@
  * its lock; the all-locked path checks all of them, and the OOM path and
  * empty cache wait for them. */
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 /* An event that cannot be asked about cannot hold memory forever, nor may
@@ -34,10 +35,14 @@ static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     cca_pending_t p = ev->pending[i];
     if (p.block->event_count == 1) {
         cca_delta_t d;
-        _cca_settle_delta(&d, p.block);
+        _cca_settle_delta(&d, p.block, p.requested);
         if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
     }
-    ev->pending[i] = ev->pending[--ev->n_pending];
+    /* kept in the order recorded: blocks come back in the order PyTorch's
+     * per-stream event queues give them back (the history shows it) */
+    memmove(&ev->pending[i], &ev->pending[i + 1], (ev->n_pending - i - 1) * sizeof ev->pending[0]);
+    ev->n_pending--;
+    atomic_fetch_sub_explicit(&a->pending_events, 1, memory_order_relaxed);
     events_pool_put(ev, p.event);
     if (--p.block->event_count == 0) {
         _cca_history_completed(a, p.block, p.requested);   /* history is off on the hot path (a->hooks) */
@@ -86,9 +91,9 @@ void _cca_sync_pending(cca_allocator_t *a)
     a->stats.num_sync_all_streams++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         cca_events_t *ev = &st->events;
-        while (ev->n_pending) {
-            if (cudaEventSynchronize(ev->pending[ev->n_pending - 1].event) != cudaSuccess) events_wait_device(a);
-            events_pending_done(a, st, ev->n_pending - 1);
+        while (ev->n_pending) {                       /* oldest first, as recorded */
+            if (cudaEventSynchronize(ev->pending[0].event) != cudaSuccess) events_wait_device(a);
+            events_pending_done(a, st, 0);
         }
     }
 }
@@ -153,6 +158,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
         cudaEvent_t e = ok && named ? events_event_get(ev) : NULL;
         if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
             ev->pending[ev->n_pending++] = (cca_pending_t){ e, b, requested };
+            atomic_fetch_add_explicit(&a->pending_events, 1, memory_order_relaxed);
             b->event_count++;
             continue;
         }
@@ -162,7 +168,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
     _cca_device_leave(&g);
     if (b->event_count == 0) {                        /* nothing to wait for after all */
         cca_delta_t d;
-        _cca_settle_delta(&d, b);
+        _cca_settle_delta(&d, b, requested);
         _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
         _cca_history_completed(a, b, requested);
         _cca_free_block(a, b);

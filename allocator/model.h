@@ -229,6 +229,7 @@ struct cca_allocator {
     cca_stream_t *husks;                              /* retired records for reuse (via next) */
     size_t n_streams;                                 /* records in the list, dead ones included */
     _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
+    _Atomic size_t pending_events;                    /* events pending in all streams (their n_pending summed) */
     int64_t retired_inc[CCA_POOL_COUNT][CCA_NSHARD];  /* increases counted by streams since retired */
     cca_segment_t *segments;
     cca_segment_t *spare_segs;                        /* recycled segment records (via next) */

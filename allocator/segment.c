@@ -172,7 +172,22 @@ static inline bool segment_unused(const cca_segment_t *seg)
     return seg->first->state == CCA_BLOCK_FREE && !seg->first->next;
 }
 
-/* Releases every fully free segment (after waiting for pending frees). */
+static int segment_release_order(const void *x, const void *y)
+{
+    const cca_segment_t *p = *(cca_segment_t *const *)x, *q = *(cca_segment_t *const *)y;
+    int lp = p->pool != CCA_POOL_LARGE, lq = q->pool != CCA_POOL_LARGE;
+    if (lp != lq) return lp - lq;
+    uintptr_t sp = (uintptr_t)p->stream->handle, sq = (uintptr_t)q->stream->handle;
+    if (sp != sq) return sp < sq ? -1 : 1;
+    if (p->size != q->size) return p->size < q->size ? -1 : 1;
+    return p->addr < q->addr ? -1 : p->addr > q->addr;
+}
+
+/* Releases every fully free segment (after waiting for pending frees), in
+ * the order PyTorch's empty_cache frees them: the large pool's, then the
+ * small pool's, each by stream, size and address (the order of its free
+ * block sets), so that the device calls and the history come in the same
+ * order. */
 void _cca_release_cached(cca_allocator_t *a)
 {
     _cca_sync_pending(a);
@@ -182,9 +197,21 @@ void _cca_release_cached(cca_allocator_t *a)
         _cca_x_release_cached(a);
         _cca_device_leave(&g);
     }
-    for (cca_segment_t *s = a->segments, *next; s; s = next) {
-        next = s->next;
-        if (!s->expandable && segment_unused(s)) _cca_release_segment(a, s);
+    size_t n = 0;
+    for (cca_segment_t *s = a->segments; s; s = s->next) n += !s->expandable && segment_unused(s);
+    cca_segment_t **order = n > 1 ? malloc(n * sizeof *order) : NULL;
+    if (order) {                                      /* PyTorch's order: large pool first, then by (stream, size, address) */
+        size_t k = 0;
+        for (cca_segment_t *s = a->segments; s; s = s->next)
+            if (!s->expandable && segment_unused(s)) order[k++] = s;
+        qsort(order, n, sizeof *order, segment_release_order);
+        for (size_t i = 0; i < n; i++) _cca_release_segment(a, order[i]);
+        free(order);
+    } else {                                          /* one segment, or no memory for the order */
+        for (cca_segment_t *s = a->segments, *next; s; s = next) {
+            next = s->next;
+            if (!s->expandable && segment_unused(s)) _cca_release_segment(a, s);
+        }
     }
     _cca_reap_pending(a);                             /* records left holding nothing */
 }

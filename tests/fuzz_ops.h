@@ -98,11 +98,12 @@ static size_t fz_size(fz_t *z)
 
 /* ---- the model's checks ---------------------------------------------------- */
 
-typedef struct snap_check { fz_t *z; fz_alloc_t *f; int64_t live_seen; } snap_check_t;
+typedef struct snap_check { fz_t *z; fz_alloc_t *f; int64_t live_seen, pending_req; } snap_check_t;
 
 static int snap_block(const cca_block_info_t *b, void *arg)
 {
     snap_check_t *c = arg;
+    if (b->state == CCA_STATE_ACTIVE_PENDING_FREE) c->pending_req += (int64_t)b->requested_size;
     if (b->state != CCA_STATE_ACTIVE_ALLOCATED) return 0;
     c->live_seen++;
     FZ_CHECK(c->z, cca_sim_accessible((const void *)b->address, b->size), "snapshot: live block %#lx is not mapped read-write",
@@ -133,7 +134,14 @@ static void fz_verify(fz_t *z, const fz_alloc_t *touched, bool deep)
                  "allocator %d: allocation %lld/%lld/%lld/%lld, the model %lld/%lld/%lld/%lld", i, (long long)n->current,
                  (long long)n->peak, (long long)n->allocated, (long long)n->freed, (long long)f->count,
                  (long long)f->count_peak, (long long)f->count_alloc, (long long)f->count_freed);
-        FZ_CHECK(z, q->current == f->req && q->peak == f->req_peak && q->allocated == f->req_alloc && q->freed == f->req_freed,
+        /* requested bytes of a block freed with other streams' uses pending
+         * fall when the uses complete (as PyTorch's), which the model cannot
+         * time: at least the model's now, and exactly the model's plus the
+         * pending blocks' when the snapshot is walked below (freed is not
+         * checked: a block freed before a reset of the accumulated figures
+         * may settle after it) */
+        FZ_CHECK(z, q->current >= f->req && q->peak >= f->req_peak && q->peak >= q->current &&
+                    q->allocated == f->req_alloc,
                  "allocator %d: requested_bytes %lld/%lld/%lld/%lld, the model %lld/%lld/%lld/%lld", i,
                  (long long)q->current, (long long)q->peak, (long long)q->allocated, (long long)q->freed,
                  (long long)f->req, (long long)f->req_peak, (long long)f->req_alloc, (long long)f->req_freed);
@@ -141,8 +149,11 @@ static void fz_verify(fz_t *z, const fz_alloc_t *touched, bool deep)
                  (long long)f->ooms);
         reserved[f->device] += (size_t)s.reserved_bytes[CCA_POOL_ALL].current;
         if (deep || (f == touched && z->step % 4 == 0)) {
-            snap_check_t c = { z, f, 0 };
+            snap_check_t c = { z, f, 0, 0 };
             FZ_CHECK(z, cca_snapshot_walk(f->a, NULL, snap_block, &c) == CCA_OK, "snapshot walk");
+            FZ_CHECK(z, q->current == f->req + c.pending_req,
+                     "allocator %d: requested_bytes %lld, the model %lld and %lld pending", i, (long long)q->current,
+                     (long long)f->req, (long long)c.pending_req);
             FZ_CHECK(z, c.live_seen == f->count, "snapshot: %lld live blocks, the model %lld", (long long)c.live_seen,
                      (long long)f->count);
         }

@@ -181,6 +181,11 @@ def memory_stats_as_nested_dict(device=None):
     out = {"num_alloc_retries": int(s.num_alloc_retries), "num_ooms": int(s.num_ooms),
            "max_split_size": int(s.max_split_size), "num_sync_all_streams": int(s.num_sync_all_streams),
            "num_device_alloc": int(s.num_device_alloc), "num_device_free": int(s.num_device_free)}
+    if _torch_counts_oom_rejections():
+        # torch 2.12's count of allocations its throw_on_cudamalloc_oom policy
+        # rejects before trying the device; cca has no such policy (a cap's
+        # refusal is an out-of-memory, counted in num_ooms): none, ever
+        out["num_oom_rejections"] = 0
     for name in _STATS:
         arr = getattr(s, name)
         out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
@@ -201,13 +206,29 @@ def expandable_stats(device=None):
             "num_device_free": int(s.num_device_free)}
 
 
-def memory_stats(device=None):
-    """torch.cuda.memory_stats(): a flat, sorted dict with exactly torch 2.11's
-    keys ("allocated_bytes.all.current", "num_ooms", ...), from cca.
+def _torch_counts_oom_rejections():
+    """Whether the torch this process imported reports num_oom_rejections
+    (torch 2.12 and later); True where no torch is imported."""
+    import sys
+    torch = sys.modules.get("torch")
+    ver = getattr(torch, "__version__", None) if torch is not None else None
+    if not ver:
+        return True
+    try:
+        major, minor = (int(x) for x in str(ver).split("+")[0].split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= (2, 12)
 
-    Differs from torch by design: ``requested_bytes`` drops when a block is
-    freed, not when the other streams that used it finish, so
-    requested <= allocated always holds."""
+
+def memory_stats(device=None):
+    """torch.cuda.memory_stats(): a flat, sorted dict with the keys of the
+    torch this process imported ("allocated_bytes.all.current", "num_ooms",
+    ...; num_oom_rejections from torch 2.12 on, and where no torch is
+    imported), from cca. Every figure means what torch's does:
+    ``requested_bytes`` and ``active_bytes`` drop when the streams that used
+    a freed block have finished with it (checked against torch's own
+    allocator on the same programs: python/tests/frameworks)."""
     result = []
 
     def add(prefix, obj):

@@ -15,7 +15,8 @@ from cca import _lib
 MiB = 1 << 20
 
 # torch 2.11's memory_stats() keys, from its sources (torch/csrc/cuda/Module.cpp
-# and torch/cuda/memory.py): written out here, not taken from cca.
+# and torch/cuda/memory.py): written out here, not taken from cca. torch 2.12
+# added num_oom_rejections (its 2.12 to 2.15 sources).
 TORCH_COUNTERS = ["num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
                   "num_device_free"]
 TORCH_STATS = ["allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
@@ -24,6 +25,7 @@ TORCH_KEYS = sorted(TORCH_COUNTERS + [f"{s}.{p}.{k}" for s in TORCH_STATS for p 
                                       for k in ("current", "peak", "allocated", "freed")]
                     + [f"{s}.{k}" for s in ("oversize_allocations", "oversize_segments")
                        for k in ("current", "peak", "allocated", "freed")])
+TORCH_2_12_KEYS = sorted(TORCH_KEYS + ["num_oom_rejections"])
 
 
 def c_malloc(device, size, stream=None):
@@ -52,14 +54,24 @@ def c_stats(device):
     return s
 
 
-def test_memory_stats_has_exactly_torchs_keys(sim):
+def test_memory_stats_has_exactly_torchs_keys(sim, monkeypatch):
+    """The keys of the torch the process imported: 2.11's without
+    num_oom_rejections, 2.12's and later (and no torch) with it."""
     d = sim.fresh_device()
+    import sys
+    import types
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
     stats = cca.memory_stats(d)
-    assert list(stats.keys()) == TORCH_KEYS
-    assert len(stats) == 122
+    assert list(stats.keys()) == TORCH_2_12_KEYS
+    assert len(stats) == 123 and stats["num_oom_rejections"] == 0
     nested = cca.memory_stats_as_nested_dict(d)
-    assert set(nested) == set(TORCH_COUNTERS + TORCH_STATS + ["oversize_allocations", "oversize_segments"])
+    assert set(nested) == set(TORCH_COUNTERS + TORCH_STATS + ["oversize_allocations", "oversize_segments",
+                                                             "num_oom_rejections"])
     assert stats["max_split_size"] == -1
+    for version, keys in (("2.11.0+cu130", TORCH_KEYS), ("2.12.0", TORCH_2_12_KEYS), ("2.15.0+cu132", TORCH_2_12_KEYS),
+                          ("3.0.0a0", TORCH_2_12_KEYS)):
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__=version))
+        assert list(cca.memory_stats(d).keys()) == keys, version
 
 
 def test_hook_allocations_are_seen_by_the_package(sim, hooks):

@@ -1,0 +1,148 @@
+"""The frameworks tier's programs, each run in a process of its own under
+torch's allocator or under cca (scripts/torch-sim puts real torch on the
+simulated device):
+
+    python programs.py PROGRAM ALLOCATOR [--expandable] OUT.json
+
+PROGRAM: "streams" (the default stream and two side streams, record_stream
+with the side stream's work pending, frees from another thread,
+empty_cache, reset_peak_memory_stats) or "train" (an MLP and a transformer
+encoder layer, AdamW, forward and backward with gradient accumulation).
+ALLOCATOR: "torch" (torch's own CUDACachingAllocator) or "cca"
+(cca.allocators.torch.install()). --expandable: expandable segments
+(PYTORCH_CUDA_ALLOC_CONF for torch, cca's expandable_segments:True).
+
+Writes what the comparisons need: torch.cuda.memory_stats() (cca's through
+torch's patched API), the allocation history's events, the simulator's call
+counts, the losses."""
+import ctypes
+import json
+import os
+import sys
+import threading
+
+MiB = 1 << 20
+
+
+def sim():
+    lib = ctypes.CDLL(os.environ["CCA_SIM_LIBRARY"])
+    lib.cca_sim_calls.restype = ctypes.c_ulong
+    lib.cca_sim_api_name.restype = ctypes.c_char_p
+    return lib
+
+
+def sim_calls(lib):
+    out, a = {}, 0
+    while True:
+        name = lib.cca_sim_api_name(a).decode()
+        if name == "unknown":
+            return out
+        out[name] = lib.cca_sim_calls(a)
+        a += 1
+
+
+def streams(torch, lib):
+    cuda = torch.device("cuda")
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    g = torch.Generator().manual_seed(7)
+
+    def sizes(n, lo, hi):
+        return [int(v) for v in torch.randint(lo, hi, (n,), generator=g)]
+
+    a = torch.empty(3 * MiB, dtype=torch.uint8, device=cuda)
+    with torch.cuda.stream(s1):
+        b = torch.empty(5 * MiB, dtype=torch.uint8, device=cuda)
+        c = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(20, 512, 200000)]
+    # s1's work stays pending: a block it used cannot be reused until it ends
+    lib.cca_sim_stream_hold(ctypes.c_void_p(s1.cuda_stream))
+    a.record_stream(s1)
+    del a
+    with torch.cuda.stream(s2):
+        d = torch.empty(7 * MiB, dtype=torch.uint8, device=cuda)
+        e = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(20, 512, 3 * MiB)]
+    b.record_stream(s2)
+    del b
+    f = torch.empty(3 * MiB, dtype=torch.uint8, device=cuda)      # not a's block: s1 is busy
+    lib.cca_sim_stream_release(ctypes.c_void_p(s1.cuda_stream))
+    h = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(30, 512, 4 * MiB)]
+
+    # frees from another thread
+    gone = c[::2] + e[1::2]
+    c, e = c[1::2], e[::2]
+    t = threading.Thread(target=gone.clear)
+    t.start()
+    t.join()
+    del gone
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.cuda.stream(s2):
+        k = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(25, 512, 25 * MiB)]
+    for x in k[::3]:
+        x.record_stream(s1)
+    del k, d, f
+    m = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(25, 512, 9 * MiB)]
+    del h, m, c, e
+    torch.cuda.synchronize()
+    return []
+
+
+def train(torch, lib):
+    torch.backends.cudnn.enabled = False
+    torch.manual_seed(0)
+    nn = torch.nn
+    mlp = nn.Sequential(nn.Linear(64, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10)).cuda()
+    enc = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, batch_first=True).cuda()
+    opt = torch.optim.AdamW(list(mlp.parameters()) + list(enc.parameters()), lr=1e-3)
+    losses = []
+    for step in range(4):
+        for micro in range(3):                        # gradient accumulation
+            x = torch.randn(16, 32, 64, device="cuda")
+            y = torch.randint(0, 10, (16,), device="cuda")
+            loss = nn.functional.cross_entropy(mlp(enc(x).mean(1)), y) / 3
+            loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+    torch.cuda.synchronize()
+    return losses
+
+
+def main(argv):
+    program, allocator = argv[0], argv[1]
+    expandable = "--expandable" in argv
+    out = argv[-1]
+    if allocator == "torch" and expandable:
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    import torch
+    lib = sim()
+    if allocator == "cca":
+        import cca
+        import cca.allocators.torch
+        cca.allocators.torch.install("expandable_segments:True" if expandable else None)
+        cca.record_history(True, max_entries=1 << 20)
+    else:
+        torch.cuda.memory._record_memory_history(max_entries=1 << 20, stacks="python")
+    before = sim_calls(lib)
+    losses = {"streams": streams, "train": train}[program](torch, lib)
+    stats = torch.cuda.memory_stats()
+    if allocator == "cca":
+        import cca
+        trace = cca.snapshot()["device_traces"][0]
+    else:
+        trace = torch.cuda.memory._snapshot()["device_traces"][0]
+    after = sim_calls(lib)
+    result = {
+        "torch": torch.__version__,
+        "stats": stats,
+        "trace": [[ev["action"], ev["size"], ev["stream"]] for ev in trace],
+        "calls": {k: after[k] - before.get(k, 0) for k in after},
+        "calls_total": after,
+        "losses": losses,
+    }
+    with open(out, "w") as fh:
+        json.dump(result, fh)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
