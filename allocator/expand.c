@@ -946,6 +946,13 @@ static long x_pick_held(const struct cca_xvmm *x, size_t want, size_t room)
  * for want (a growth does not start what it cannot finish). */
 static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t room, cca_oom_ctx_t *ctx)
 {
+    /* never further ahead than PyTorch's expandable segments map for this
+     * request: its segment size (2 MiB small, 20 MiB under 10 MiB, the
+     * request's pages above) less the request's own pages */
+    size_t pages = x_up(a->xv, ctx->rounded);
+    size_t step = ctx->rounded <= CCA_SMALL_SIZE ? CCA_SMALL_BUFFER
+                : ctx->rounded < CCA_MIN_LARGE_ALLOC ? CCA_LARGE_BUFFER : pages;
+    size_t torch_ahead = step > pages ? step - pages : 0;
     struct cca_xvmm *x = a->xv;
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
@@ -965,6 +972,7 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
     size_t avail = dev_free < cap_room ? dev_free : cap_room;
     size_t bound = avail >= X_PLENTY * reserved ? x_down(x, avail / X_FREE_DIV) : 0;   /* short: 2 MiB handles */
     size_t ahead = x_down(x, (size_t)a->stats.reserved_bytes[pool].current / X_AHEAD_DIV);
+    if (ahead > want + torch_ahead) ahead = want + torch_ahead;
     size_t one = ahead > want ? ahead : want;
     if (one > room) one = x_down(x, room);
     if (one > cap_room) one = x_down(x, cap_room);
