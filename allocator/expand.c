@@ -34,8 +34,12 @@
  * plentiful while the device's free memory (or the cap's room, if less)
  * is at least twice the bytes cca holds. Then one handle is created, ahead
  * of need - a sixteenth of what the pool holds, at least `want` - so that
- * a growing workload makes few calls, but only if it is at most 1/64 of
- * the free memory; a larger growth takes several handles of that size.
+ * a growing workload makes few calls, but never further ahead than
+ * PyTorch's expandable segments map for the same request (its segment size,
+ * 2 MiB small, 20 MiB under 10 MiB, the request's pages above, less the
+ * request's pages: so cca's peak stays at or under torch's), and only if
+ * it is at most 1/64 of the free memory; a larger growth takes several
+ * handles of that size.
  * Once memory is short, every handle is one granule (2 MiB), so that a
  * handle can be unmapped as soon as its own 2 MiB are free and nothing a
  * partly used handle strands is more than a page. On a device several

@@ -24,6 +24,10 @@ expandable_segments:True, like with like. Writes OUTDIR/PART_expandable.json.
   cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
   numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
   tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
+  frameworks     the frameworks tier's programs (python/tests/frameworks/programs.py) under torch's allocator
+                 and cca, default and expandable: memory_stats and the history identical, expandable peak
+                 reserved at most torch's, the losses equal, step time cca / torch; torch's history is kept
+                 (frameworks-*.json) to compare with the tier's on the simulated device
   viewer         torch's _memory_viz (segsum and trace: what its stats and trace commands print; segments
                  with format_flamegraph=lambda lines: lines) on cca.dump_snapshot's pickle and on native
                  torch's _dump_snapshot, for the same work: the viewer runs, the allocations are the same
@@ -429,5 +433,51 @@ print(json.dumps(out))
          segments_lines=(n["segments_lines"], c["segments_lines"]), segments=(n["segments"], c["segments"]),
          settings_only_native=sorted(set(n["settings_keys"]) - set(c["settings_keys"])),
          errors={w: {cmd: res[w][cmd]["err"] for cmd in ("stats", "trace") if res[w][cmd]["rc"]} for w in res})
+
+if PART == "frameworks":
+    # The frameworks tier's programs (python/tests/frameworks/programs.py) on
+    # the GPU with the torch installed here, each in a fresh process: torch's
+    # allocator and cca, default and expandable segments; the same
+    # comparisons as the tier's, the losses, cca's step time against
+    # torch's, and torch's history, saved so that docs/testing.md can say
+    # whether the tier's allocation sequence is the GPU's.
+    torch = need_torch()
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "tests", "frameworks", "programs.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("CCA_CONF", "PYTORCH_CUDA_ALLOC_CONF", "CCA_SIM_LIBRARY")}
+    runs = {}
+    for program in ("streams", "train"):
+        for who in ("torch", "cca"):
+            for x in (False, True):
+                if time.time() - T0 > 50:
+                    continue
+                path = os.path.join(OUT, "frameworks-%s-%s%s.json" % (program, who, "-x" if x else ""))
+                p = subprocess.run([sys.executable, prog, program, who] + (["--expandable"] if x else []) + [path],
+                                   capture_output=True, text=True, timeout=120, env=env)
+                if p.returncode != 0:
+                    emit("failed", program=program, allocator=who, expandable=x, stderr=p.stderr[-3000:])
+                runs[(program, who, x)] = json.load(open(path))
+    figures, ok = {}, True
+    for program in ("streams", "train"):
+        t, c = runs.get((program, "torch", False)), runs.get((program, "cca", False))
+        if not t or not c:
+            ok = False
+            continue
+        diff = {k: (v, c["stats"].get(k)) for k, v in t["stats"].items() if c["stats"].get(k) != v}
+        first = next((i for i, (a, b) in enumerate(zip(t["trace"], c["trace"])) if a != b), None)
+        same_trace = first is None and len(t["trace"]) == len(c["trace"])
+        tx, cx = runs.get((program, "torch", True)), runs.get((program, "cca", True))
+        peaks = (tx["stats"]["reserved_bytes.all.peak"], cx["stats"]["reserved_bytes.all.peak"]) if tx and cx else None
+        figures[program] = {"stats_differ": diff, "trace_events": (len(t["trace"]), len(c["trace"])),
+                            "trace_identical": same_trace, "first_trace_difference": first,
+                            "expandable_peak_reserved_torch_cca": peaks}
+        ok &= not diff and same_trace and (peaks is None or peaks[1] <= peaks[0])
+        if program == "train":
+            figures[program]["losses_equal"] = t["losses"] == c["losses"]
+            figures[program]["losses"] = t["losses"]
+            ms_t, ms_c = statistics.median(t["step_ms"][1:]), statistics.median(c["step_ms"][1:])
+            figures[program]["median_step_ms_torch_cca"] = (round(ms_t, 3), round(ms_c, 3))
+            figures[program]["step_time_ratio_cca_over_torch"] = round(ms_c / ms_t, 3)
+            ok &= t["losses"] == c["losses"]
+    emit("ok" if ok else "failed", torch=torch.__version__, **figures)
 
 emit("failed", reason="unknown part " + PART)

@@ -14,17 +14,23 @@ ALLOCATOR: "torch" (torch's own CUDACachingAllocator) or "cca"
 
 Writes what the comparisons need: torch.cuda.memory_stats() (cca's through
 torch's patched API), the allocation history's events, the simulator's call
-counts, the losses."""
+counts, the losses and each training step's time. On a real GPU
+(scripts/gpu-check; CCA_SIM_LIBRARY unset) there is no simulator: the
+streams program's side stream is then kept busy by a real kernel instead of
+a hold, and no call counts are written."""
 import ctypes
 import json
 import os
 import sys
 import threading
+import time
 
 MiB = 1 << 20
 
 
 def sim():
+    if not os.environ.get("CCA_SIM_LIBRARY"):
+        return None
     lib = ctypes.CDLL(os.environ["CCA_SIM_LIBRARY"])
     lib.cca_sim_calls.restype = ctypes.c_ulong
     lib.cca_sim_api_name.restype = ctypes.c_char_p
@@ -32,6 +38,8 @@ def sim():
 
 
 def sim_calls(lib):
+    if lib is None:
+        return {}
     out, a = {}, 0
     while True:
         name = lib.cca_sim_api_name(a).decode()
@@ -54,7 +62,11 @@ def streams(torch, lib):
         b = torch.empty(5 * MiB, dtype=torch.uint8, device=cuda)
         c = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(20, 512, 200000)]
     # s1's work stays pending: a block it used cannot be reused until it ends
-    lib.cca_sim_stream_hold(ctypes.c_void_p(s1.cuda_stream))
+    if lib is not None:
+        lib.cca_sim_stream_hold(ctypes.c_void_p(s1.cuda_stream))
+    else:                                             # a GPU: a kernel long enough to outlast what follows
+        with torch.cuda.stream(s1):
+            torch.cuda._sleep(200_000_000)
     a.record_stream(s1)
     del a
     with torch.cuda.stream(s2):
@@ -63,7 +75,10 @@ def streams(torch, lib):
     b.record_stream(s2)
     del b
     f = torch.empty(3 * MiB, dtype=torch.uint8, device=cuda)      # not a's block: s1 is busy
-    lib.cca_sim_stream_release(ctypes.c_void_p(s1.cuda_stream))
+    if lib is not None:
+        lib.cca_sim_stream_release(ctypes.c_void_p(s1.cuda_stream))
+    else:
+        s1.synchronize()
     h = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(30, 512, 4 * MiB)]
 
     # frees from another thread
@@ -94,8 +109,10 @@ def train(torch, lib):
     mlp = nn.Sequential(nn.Linear(64, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10)).cuda()
     enc = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, batch_first=True).cuda()
     opt = torch.optim.AdamW(list(mlp.parameters()) + list(enc.parameters()), lr=1e-3)
-    losses = []
+    losses, step_ms = [], []
     for step in range(4):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
         for micro in range(3):                        # gradient accumulation
             x = torch.randn(16, 32, 64, device="cuda")
             y = torch.randint(0, 10, (16,), device="cuda")
@@ -104,7 +121,9 @@ def train(torch, lib):
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(float(loss.item()))
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        step_ms.append((time.perf_counter() - t0) * 1e3)
+    train.step_ms = step_ms
     return losses
 
 
@@ -139,6 +158,8 @@ def main(argv):
         "calls": {k: after[k] - before.get(k, 0) for k in after},
         "calls_total": after,
         "losses": losses,
+        "step_ms": getattr(train, "step_ms", []) if program == "train" else [],
+        "gpu": lib is None,
     }
     with open(out, "w") as fh:
         json.dump(result, fh)
