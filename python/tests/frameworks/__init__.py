@@ -1,0 +1,1 @@
+"""The frameworks tier (a package, so that its conftest does not shadow python/tests/conftest.py)."""
