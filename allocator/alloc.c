@@ -160,9 +160,12 @@ static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void 
 /* The hot path's events (st locked, something pending somewhere): st's
  * own when no other stream has any; false (the caller goes all locked,
  * which handles every stream's) when another stream has some, or when a
- * block could not come back within st's leases. The count is read after
- * st's lock: another stream's events recorded meanwhile are the next
- * malloc's, as they would be a moment later under PyTorch's lock. */
+ * block could not come back within st's leases. Events are recorded all
+ * locked, so the count cannot rise while st is locked; another stream's
+ * hot path can only lower it when it holds every pending event, so the
+ * equality below never holds by accident. The cost: while another stream
+ * has events pending, every malloc takes the all-locked path (PyTorch's
+ * every malloc queries every stream's events under its one lock). */
 static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
 {
     if (atomic_load_explicit(&a->pending_events, memory_order_relaxed) != st->events.n_pending) return false;

@@ -26,24 +26,18 @@ static void events_pool_put(cca_events_t *ev, cudaEvent_t e)
     else cudaEventDestroy(e);
 }
 
-/* Event i of st completed: the block is free once its last one did, its
- * figures changed first; false (nothing done) if the hot path's counters
- * cannot take that change (the caller goes all locked). */
-static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
+/* Pending record p of st (taken out of st's array by the caller) completed:
+ * its event goes back to the pool, and the block is free once its last
+ * event did, its figures changed first; false (nothing done) if the hot
+ * path's counters cannot take that change (the caller goes all locked). */
+static bool events_settle(cca_allocator_t *a, cca_stream_t *st, cca_pending_t p)
 {
-    cca_events_t *ev = &st->events;
-    cca_pending_t p = ev->pending[i];
     if (p.block->event_count == 1) {
         cca_delta_t d;
         _cca_settle_delta(&d, p.block, p.requested);
         if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
     }
-    /* kept in the order recorded: blocks come back in the order PyTorch's
-     * per-stream event queues give them back (the history shows it) */
-    memmove(&ev->pending[i], &ev->pending[i + 1], (ev->n_pending - i - 1) * sizeof ev->pending[0]);
-    ev->n_pending--;
-    atomic_fetch_sub_explicit(&a->pending_events, 1, memory_order_relaxed);
-    events_pool_put(ev, p.event);
+    events_pool_put(&st->events, p.event);
     if (--p.block->event_count == 0) {
         _cca_history_completed(a, p.block, p.requested);   /* history is off on the hot path (a->hooks) */
         _cca_free_block(a, p.block);
@@ -53,16 +47,32 @@ static bool events_pending_done(cca_allocator_t *a, cca_stream_t *st, size_t i)
     return true;
 }
 
+/* st's records keep the order they were recorded in (one pass, read index
+ * r, write index w: what is still pending moves down): blocks come back
+ * oldest first per owning stream. PyTorch keeps its queues per stream of
+ * use; where one stream uses another's blocks, as with record_stream onto
+ * a side stream, the two orders are the same. */
+static void events_kept(cca_allocator_t *a, cca_events_t *ev, size_t w, size_t r)
+{
+    size_t n = ev->n_pending;
+    if (r < n && w < r) memmove(&ev->pending[w], &ev->pending[r], (n - r) * sizeof ev->pending[0]);
+    ev->n_pending = w + (n - r);
+    if (r > w) atomic_fetch_sub_explicit(&a->pending_events, r - w, memory_order_relaxed);
+}
+
 void _cca_process_events(cca_allocator_t *a)
 {
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         cca_events_t *ev = &st->events;
-        for (size_t i = 0; i < ev->n_pending;) {
-            cudaError_t e = cudaEventQuery(ev->pending[i].event);
-            if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
+        size_t w = 0, r = 0;
+        for (; r < ev->n_pending; r++) {
+            cca_pending_t p = ev->pending[r];
+            cudaError_t e = cudaEventQuery(p.event);
+            if (e == cudaErrorNotReady) { _cca_clear_error(); ev->pending[w++] = p; continue; }
             if (e != cudaSuccess) events_wait_device(a);
-            events_pending_done(a, st, i);
+            events_settle(a, st, p);                  /* all locked: the counters take it */
         }
+        events_kept(a, ev, w, r);
     }
 }
 
@@ -71,19 +81,22 @@ void _cca_process_events(cca_allocator_t *a)
 bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
 {
     cca_events_t *ev = &st->events;
-    bool flushed = false;
-    for (size_t i = 0; i < ev->n_pending;) {
-        cudaError_t e = cudaEventQuery(ev->pending[i].event);
-        if (e == cudaErrorNotReady) { _cca_clear_error(); i++; continue; }
+    bool flushed = false, ok = true;
+    size_t w = 0, r = 0;
+    for (; r < ev->n_pending; r++) {
+        cca_pending_t p = ev->pending[r];
+        cudaError_t e = cudaEventQuery(p.event);
+        if (e == cudaErrorNotReady) { _cca_clear_error(); ev->pending[w++] = p; continue; }
         if (e != cudaSuccess) events_wait_device(a);
         if (!flushed) {                               /* a block may be freed: merges need the real neighbours */
             _cca_flush_parked(a, st, CCA_POOL_SMALL);
             _cca_flush_parked(a, st, CCA_POOL_LARGE);
             flushed = true;
         }
-        if (!events_pending_done(a, st, i)) return false;
+        if (!events_settle(a, st, p)) { ok = false; break; }   /* p stays, with the rest */
     }
-    return true;
+    events_kept(a, ev, w, r);
+    return ok;
 }
 
 void _cca_sync_pending(cca_allocator_t *a)
@@ -91,10 +104,12 @@ void _cca_sync_pending(cca_allocator_t *a)
     a->stats.num_sync_all_streams++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         cca_events_t *ev = &st->events;
-        while (ev->n_pending) {                       /* oldest first, as recorded */
-            if (cudaEventSynchronize(ev->pending[0].event) != cudaSuccess) events_wait_device(a);
-            events_pending_done(a, st, 0);
+        size_t r = 0;
+        for (; r < ev->n_pending; r++) {              /* oldest first, as recorded */
+            if (cudaEventSynchronize(ev->pending[r].event) != cudaSuccess) events_wait_device(a);
+            events_settle(a, st, ev->pending[r]);
         }
+        events_kept(a, ev, 0, r);
     }
 }
 

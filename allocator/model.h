@@ -64,7 +64,7 @@ struct cca_block {
     uint8_t state;                                    /* cca_block_state_t */
     bool vacated;                                     /* parked, its deferred figures applied (park.c) */
     /* second line */
-    size_t requested;                                 /* caller's size while allocated, else 0 */
+    size_t requested;                                 /* caller's size while allocated or pending, else 0 */
     uint64_t gc_base;                                 /* pool's free-search count when freed */
     cca_use_t *uses;                                  /* other streams using the block */
     int n_uses, cap_uses;
@@ -151,7 +151,7 @@ typedef struct cca_ctrs {
 typedef struct cca_pending {                          /* an event a pending block waits for */
     cudaEvent_t event;
     cca_block_t *block;
-    size_t requested;                                 /* the caller's size, for the history's free_completed */
+    size_t requested;                                 /* the caller's size: free_completed's, and requested_bytes' fall */
 } cca_pending_t;
 
 typedef struct cca_events {                           /* a stream's blocks' events */

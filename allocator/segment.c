@@ -187,7 +187,8 @@ static int segment_release_order(const void *x, const void *y)
  * the order PyTorch's empty_cache frees them: the large pool's, then the
  * small pool's, each by stream, size and address (the order of its free
  * block sets), so that the device calls and the history come in the same
- * order. */
+ * order. With expandable segments every free handle goes first, both
+ * pools at once (PyTorch unmaps the large pool's, then the small's). */
 void _cca_release_cached(cca_allocator_t *a)
 {
     _cca_sync_pending(a);

@@ -318,7 +318,7 @@ typedef struct cca_size_class { CCA_SIZE_CLASS_FIELDS(CCA_MEMBER_) } cca_size_cl
 #define CCA_FRAG_FIELDS(X) \
     X(size_t, reserved, , "bytes held from the device, as reserved_bytes (expandable: unmapped handles too)") \
     X(size_t, allocated, , "rounded bytes handed out") \
-    X(size_t, requested, , "bytes the callers asked for") \
+    X(size_t, requested, , "bytes the callers of allocated blocks asked for (requested_bytes also counts pending frees)") \
     X(size_t, active, , "allocated + pending free") \
     X(size_t, free_cached, , "inactive bytes: reserved - active (unmapped handles included)") \
     X(size_t, largest_free, , "largest inactive block") \

@@ -55,7 +55,7 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
     CCA_SIM_OCCUPANCY,                   /* cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags] */
     CCA_SIM_GET_KERNEL,                  /* __cudaGetKernel (CUDA 13's <<<>>>) */
     CCA_SIM_LAUNCH_KERNEL,               /* cudaLaunchKernel, __cudaLaunchKernel, ...ExC, ...Cooperative */
-    CCA_SIM_MEMSET,                      /* cudaMemset, cudaMemsetAsync, cuMemsetD32Async */
+    CCA_SIM_MEMSET,                      /* cudaMemset, cudaMemsetAsync, cuMemsetD32Async, cuStreamWriteValue32 */
     CCA_SIM_MEMCPY,                      /* cudaMemcpy (synchronous) */
     CCA_SIM_MEMCPY_ASYNC,                /* cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpyPeerAsync */
     CCA_SIM_HOST_ALLOC,                  /* cudaHostAlloc, cudaMallocHost */
@@ -63,7 +63,8 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
     CCA_SIM_EVENT_ELAPSED_TIME,
     /* the driver's device and context queries (cuInit, cuDriverGetVersion,
      * cuDeviceGet*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetAddressRange,
-     * cuPointerGetAttribute), and the driver calls the simulated device does
+     * cuGetErrorString/Name - these two counted only, never failing;
+     * cuMemsetD32Async and cuStreamWriteValue32 count as CCA_SIM_MEMSET), and the driver calls the simulated device does
      * not support (CUDA_ERROR_NOT_SUPPORTED: multicast, green contexts,
      * shareable handles, log callbacks) */
     CCA_SIM_DRIVER_QUERY, CCA_SIM_DRIVER_UNSUPPORTED,

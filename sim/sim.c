@@ -681,7 +681,7 @@ SIM_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 /* ------------------------------------------------------------------ */
 /* streams                                                             */
 
-static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
+static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags, int priority)
 {
     enter(CCA_SIM_STREAM_CREATE);
     tls_t *t = me();
@@ -693,6 +693,7 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
     reap_zombies();
     uint32_t i = stream_new(t->dev, SK_USER, flags);
     if (i == NO_SLOT) { e = cudaErrorMemoryAllocation; goto out; }
+    g.streams[i].priority = priority;
     *pStream = (cudaStream_t)(STREAM_TAG + ((uintptr_t)i << 4));
     fault_ok(CCA_SIM_STREAM_CREATE);
 out:
@@ -700,11 +701,11 @@ out:
     return e ? fail(t, e) : cudaSuccess;
 }
 
-SIM_API cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return stream_create(pStream, 0); }
+SIM_API cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return stream_create(pStream, 0, 0); }
 
 SIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-    return stream_create(pStream, flags);
+    return stream_create(pStream, flags, 0);
 }
 
 SIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)

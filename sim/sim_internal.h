@@ -41,7 +41,6 @@ typedef struct sim_ptrmap { sim_alloc_t *slots; size_t mask, count; } sim_ptrmap
 
 SIM_HIDDEN int  sim_map_put(sim_ptrmap_t *m, const sim_alloc_t *a);   /* 0, or -1: no host memory */
 SIM_HIDDEN int  sim_map_take(sim_ptrmap_t *m, uintptr_t addr, sim_alloc_t *out); /* 1: found and removed */
-SIM_HIDDEN int  sim_map_has(const sim_ptrmap_t *m, uintptr_t addr);   /* 1: addr is a live base */
 SIM_HIDDEN void sim_map_clear(sim_ptrmap_t *m);
 
 #endif

@@ -204,14 +204,6 @@ int sim_map_take(sim_ptrmap_t *m, uintptr_t addr, sim_alloc_t *out)
     return 1;
 }
 
-int sim_map_has(const sim_ptrmap_t *m, uintptr_t addr)
-{
-    if (!m->slots || addr == 0) return 0;
-    for (size_t j = slot_of(m, addr); m->slots[j].addr; j = (j + 1) & m->mask)
-        if (m->slots[j].addr == addr) return 1;
-    return 0;
-}
-
 void sim_map_clear(sim_ptrmap_t *m)
 {
     free(m->slots);

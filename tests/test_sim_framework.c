@@ -595,9 +595,29 @@ Test(sim_framework, memset_needs_device_memory)
     CUDA_OK(cudaMemsetAsync(d + 4000, 0xff, 100, s));
     CUDA_OK(cudaMemset(d, 0, 8192));
     CUDA_OK(cudaMemsetAsync(host, 0, 0, s));            /* nothing to set */
-    cr_assert_eq(cca_sim_calls(CCA_SIM_MEMSET), 7);
+    cr_assert_eq(cudaMemsetAsync(d + 8192 - 8, 0, 16, s), cudaErrorInvalidValue, "past the allocation's end");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MEMSET), 8);
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaFree(d));
+    cr_assert_eq(cudaMemset(d, 0, 16), cudaErrorInvalidValue, "freed memory");
+}
+
+/* cuGetErrorString and cuGetErrorName cannot fail: cca_sim_fail_nth passes
+ * over them to the next call that can. */
+Test(sim_framework, fail_nth_passes_over_the_driver_error_strings)
+{
+    CUresult (*str)(CUresult, const char **) = (CUresult(*)(CUresult, const char **))entry("cuGetErrorString");
+    CUresult (*name)(CUresult, const char **) = (CUresult(*)(CUresult, const char **))entry("cuGetErrorName");
+    const char *text = NULL;
+    cca_sim_fail_nth(1, cudaErrorLaunchFailure);
+    cr_assert_eq(str(CUDA_ERROR_OUT_OF_MEMORY, &text), CUDA_SUCCESS);
+    cr_assert_str_eq(text, "out of memory");
+    cr_assert_eq(name(CUDA_ERROR_OUT_OF_MEMORY, &text), CUDA_SUCCESS);
+    cr_assert_eq(cca_sim_fail_nth_left(), 1, "not counted as a call that can fail");
+    int n = 0;
+    cr_assert_eq(cudaGetDeviceCount(&n), cudaErrorLaunchFailure, "the next call that can fail takes it");
+    cr_assert_eq(cca_sim_fail_nth_left(), 0);
+    CUDA_OK(cudaGetDeviceCount(&n));
 }
 
 Test(sim_framework, memcpy_to_host_reads_zeros_host_to_host_copies)

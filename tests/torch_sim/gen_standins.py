@@ -31,8 +31,8 @@ OVERRIDES = os.path.join(HERE, "overrides")
 # Version nodes that are not the soname of the library defining them.
 NODE_FILE = {"NVSHMEM": "libnvshmem_host.so.3"}
 # Unversioned references: the library by name prefix (first match).
-PREFIX_FILE = [("cuFile", "libcufile.so.0"), ("cusparseLt", "libcusparseLt.so.0"), ("nccl", "libnccl.so.2"),
-               ("cu", "libcuda.so.1")]
+PREFIX_FILE = [(re.compile(r"^cuFile"), "libcufile.so.0"), (re.compile(r"^cusparseLt"), "libcusparseLt.so.0"),
+               (re.compile(r"^nccl"), "libnccl.so.2"), (re.compile(r"^cu[A-Z]"), "libcuda.so.1")]
 SIM_BACKED = {"libcudart.so.13": 801, "libcuda.so.1": 801}   # unserved calls: cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED
 STRING_RESULT = re.compile(r"(GetErrorString|GetStatusString|GetErrorName|GetStatusName|GetLastError)$")
 HANDLE_CREATE = re.compile(r"^(cublas|cublasLt|cusparse|cudnn|cusolverDn|cusolverSp)\w*Create\w*$")
@@ -86,7 +86,6 @@ def main(torch_lib, sim_lib, out):
         for node, f in nodes.items():
             if f in wanted or f.startswith(("libcu", "libnv", "libnccl")):
                 node_of[node] = f
-    wanted |= set(NODE_FILE.values()) & wanted
     sim_defined = set(l.split()[-1] for l in run("nm", "-D", "--defined-only", sim_lib).splitlines() if l.strip())
     for lib in libs:
         for name, ver, typ in undefined(lib):
@@ -95,7 +94,7 @@ def main(torch_lib, sim_lib, out):
                 if f is None or f not in wanted:
                     continue
             else:
-                f = next((lib_ for p, lib_ in PREFIX_FILE if name.startswith(p)), None)
+                f = next((lib_ for p, lib_ in PREFIX_FILE if p.match(name)), None)
                 if f is None or f not in wanted:
                     continue
             symbols.setdefault(f, {})[name] = (ver, typ)
@@ -126,12 +125,15 @@ def main(torch_lib, sim_lib, out):
             cmd.append(ov)
             cmd += ["-I", os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "include")]
         nodes = sorted({v for v, _ in stood.values() if v})
-        if nodes:
+        if nodes:                                     # one block per version node, each with its symbols
             mapfile = os.path.join(out, soname + ".map")
-            names = sorted(stood) + (sorted(defined_in(ov)) if os.path.exists(ov) else [])
+            extra = sorted(defined_in(ov) - set(stood)) if os.path.exists(ov) else []
             with open(mapfile, "w") as fh:
-                node = nodes[0]
-                fh.write("%s {\n  global:\n%s  local: *;\n};\n" % (node, "".join(f"    {n};\n" for n in sorted(set(names)))))
+                for k, node in enumerate(nodes):
+                    names = sorted(n for n, (v, _) in stood.items() if v == node or (v is None and k == 0))
+                    names += extra if k == 0 else []
+                    fh.write("%s {\n  global:\n%s%s};\n" % (node, "".join(f"    {n};\n" for n in names),
+                                                            "  local: *;\n" if k == 0 else ""))
             cmd += [f"-Wl,--version-script={mapfile}"]
         cmd += [f"-Wl,-soname,{soname}"]
         if backed:

@@ -36,7 +36,7 @@ class Runs:
             out = os.path.join(self.tmp, "%s-%s%s-%d.json" % (program, allocator, "-x" if expandable else "", repeat))
             cmd = [sys.executable, os.path.join(HERE, "programs.py"), program, allocator] + \
                   (["--expandable"] if expandable else []) + [out]
-            env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "CCA_CONF")}
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
             assert r.returncode == 0, "%s failed (%d):\n%s" % (" ".join(cmd[1:]), r.returncode, r.stderr[-4000:])
             with open(out) as fh:

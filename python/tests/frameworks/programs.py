@@ -96,6 +96,8 @@ def streams(torch, lib):
     for x in k[::3]:
         x.record_stream(s1)
     del k, d, f
+    if lib is None:                                   # a GPU: s1's events complete before the next mallocs, as here
+        torch.cuda.synchronize()
     m = [torch.empty(n, dtype=torch.uint8, device=cuda) for n in sizes(25, 512, 9 * MiB)]
     del h, m, c, e
     torch.cuda.synchronize()
@@ -104,6 +106,7 @@ def streams(torch, lib):
 
 def train(torch, lib):
     torch.backends.cudnn.enabled = False
+    torch.use_deterministic_algorithms(True, warn_only=True)   # the same losses run after run on a GPU
     torch.manual_seed(0)
     nn = torch.nn
     mlp = nn.Sequential(nn.Linear(64, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10)).cuda()
@@ -133,6 +136,7 @@ def main(argv):
     out = argv[-1]
     if allocator == "torch" and expandable:
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # deterministic cuBLAS (and its workspace size)
     import torch
     lib = sim()
     if allocator == "cca":
@@ -145,9 +149,11 @@ def main(argv):
     before = sim_calls(lib)
     losses = {"streams": streams, "train": train}[program](torch, lib)
     stats = torch.cuda.memory_stats()
+    served = {"backend": torch.cuda.get_allocator_backend()}
     if allocator == "cca":
         import cca
         trace = cca.snapshot()["device_traces"][0]
+        served["cca_segments"] = len(cca.memory_snapshot())
     else:
         trace = torch.cuda.memory._snapshot()["device_traces"][0]
     after = sim_calls(lib)
@@ -160,6 +166,7 @@ def main(argv):
         "losses": losses,
         "step_ms": getattr(train, "step_ms", []) if program == "train" else [],
         "gpu": lib is None,
+        "served": served,
     }
     with open(out, "w") as fh:
         json.dump(result, fh)
