@@ -54,6 +54,12 @@ extern const bench_alloc_ops_t bench_ops_cub;
 #ifdef BENCH_DEVICE_CUDA
 extern const bench_alloc_ops_t bench_ops_async;
 #endif
+#ifdef BENCH_HAVE_TORCH
+extern const bench_alloc_ops_t bench_ops_torch;
+#endif
+/* Why the torch peers were not built ("" when they were): cca-bench prints
+ * "torch-native: skipped: REASON" and a skipped entry in the JSON. */
+extern const char bench_torch_skipped[];
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef BENCH_TORCH_SKIPPED
+const char bench_torch_skipped[] = BENCH_TORCH_SKIPPED;
+#else
+const char bench_torch_skipped[] = "";
+#endif
+
 /* cca's configurations: {name, CCA_CONF string given to cca_config_parse}.
  * "default" first: the ratios and goals are computed for every entry. */
 static const struct { const char *name, *conf; } cca_configs[] = {
@@ -117,6 +123,10 @@ static size_t candidates(bench_alloc_t *all, int model)
 #ifdef BENCH_HAVE_CUB
     add(all, &n, "cub-default", &bench_ops_cub, "default", 0, model);
     add(all, &n, "cub-all", &bench_ops_cub, "all", 0, model);
+#endif
+#ifdef BENCH_HAVE_TORCH
+    add(all, &n, "torch-native", &bench_ops_torch, "native", 0, model);
+    add(all, &n, "torch-expandable", &bench_ops_torch, "expandable", 0, model);
 #endif
     add(all, &n, "raw", &bench_ops_raw, "", 0, model);
 #ifdef BENCH_DEVICE_CUDA

@@ -1,5 +1,6 @@
 /* machine.c - see machine.h. */
 #include "machine.h"
+#include "alloc_ops.h"
 #include "sim_ctl.h"
 
 #include <string.h>
@@ -47,6 +48,9 @@ void machine_print(FILE *f, const machine_t *m, const bench_opts_t *o)
     for (size_t i = 0; i < o->n_allocs; i++)
         fprintf(f, " %s", o->allocs[i].label);
     fprintf(f, "\n");
+    if (bench_torch_skipped[0])                        /* PyTorch's allocator: only where a torch was found */
+        fprintf(f, "torch-native: skipped: %s\ntorch-expandable: skipped: %s\n", bench_torch_skipped,
+                bench_torch_skipped);
     for (size_t i = 0; i < o->n_allocs; i++)
         if (o->allocs[i].modelled) {
             fprintf(f, "modelled:  rows marked (modelled) add per-call latencies of the real "

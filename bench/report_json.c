@@ -3,6 +3,7 @@
  *  "min", "max", "reps", "calls_per_op": {...} | null, "ratio": {cca label: cca
  *  time / this time}, "extra": {...}, "error": text | null}, ...]} */
 #include "report_json.h"
+#include "alloc_ops.h"
 #include "report_table.h"
 #include "results.h"
 
@@ -49,6 +50,14 @@ static void meta(FILE *f, const machine_t *m, const bench_opts_t *o)
         fprintf(f, ", \"conf\": ");
         str(f, o->allocs[i].conf ? o->allocs[i].conf : "");
         fprintf(f, ", \"modelled\": %s}", o->allocs[i].modelled ? "true" : "false");
+    }
+    fprintf(f, "], \"skipped\": [");
+    if (bench_torch_skipped[0]) {                      /* PyTorch's allocator, built only where a torch was found */
+        fprintf(f, "{\"allocator\": \"torch-native\", \"skipped\": ");
+        str(f, bench_torch_skipped);
+        fprintf(f, "}, {\"allocator\": \"torch-expandable\", \"skipped\": ");
+        str(f, bench_torch_skipped);
+        fprintf(f, "}");
     }
     fprintf(f, "]}");
 }

@@ -31,9 +31,16 @@ static const struct { cca_sim_api_t api; unsigned long ns; } model[] = {
 int simctl_is_sim(void) { return 1; }
 const char *simctl_runtime_name(void) { return "sim (libcca_sim, simulated device)"; }
 
+static int keep_handles;
+
+void simctl_keep_handles(void) { keep_handles = 1; }
+
 void simctl_reset(size_t capacity)
 {
-    cca_sim_reset();
+    if (keep_handles)
+        cca_sim_reset_keeping_handles();
+    else
+        cca_sim_reset();
     if (capacity)
         cca_sim_set_capacity(0, capacity);
 }
@@ -72,6 +79,7 @@ int simctl_device_ready(char *msg, size_t len)
 int simctl_is_sim(void) { return 0; }
 const char *simctl_runtime_name(void) { return "cuda (libcudart, real GPU)"; }
 void simctl_reset(size_t capacity) { (void)capacity; }
+void simctl_keep_handles(void) {}
 void simctl_model(int on) { (void)on; }
 
 void simctl_snapshot(simctl_calls_t *c)

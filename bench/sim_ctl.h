@@ -20,6 +20,10 @@ const char *simctl_runtime_name(void);
 /* Sim: forget everything, one device of `capacity` bytes, no latency.
  * Nothing may be allocated when this is called. CUDA: no-op. */
 void simctl_reset(size_t capacity);
+/* From now on simctl_reset keeps live streams and events valid
+ * (cca_sim_reset_keeping_handles): set once an allocator that caches
+ * runtime handles across runs (PyTorch's) has started in this process. */
+void simctl_keep_handles(void);
 /* Sim: switch the modelled per-call latencies on or off. */
 void simctl_model(int on);
 /* A one-line description of the latency model, for the report. */

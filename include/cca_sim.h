@@ -75,6 +75,14 @@ typedef enum cca_sim_api {               /* one per exported runtime function */
  * forgets every stream, event and allocation; address carving starts over.
  * The calling thread's current device and last error are reset too. */
 void          cca_sim_reset(void);
+/* cca_sim_reset, except that the handles alive stay valid: streams and
+ * events (all their work complete, holds released), and virtual memory's
+ * reservations, physical handles and mappings (what the handles hold stays
+ * counted as used), for a process whose runtime users keep handles across
+ * resets: a framework's allocator caches its events and its expandable
+ * segments' address ranges (PyTorch's CUDACachingAllocator does).
+ * cudaMalloc results are forgotten as by cca_sim_reset: free them first. */
+void          cca_sim_reset_keeping_handles(void);
 /* Number of devices (1..16); each new device gets 80 GiB unless set. */
 void          cca_sim_set_device_count(int n);
 void          cca_sim_set_capacity(int device, size_t bytes);

@@ -1095,24 +1095,36 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { retur
 #include "sim_vmm.inc"
 #include "sim_framework.inc"
 
-SIM_API void cca_sim_reset(void)
+static void sim_reset(bool keep_handles)
 {
     lock();
-    for (uint32_t j = 0; j < g.nstreams; j++) free(g.streams[j].waits);
-    free(g.streams);
-    free(g.sfree);
-    free(g.events);
-    free(g.efree);
-    g.streams = NULL;
-    g.sfree = NULL;
-    g.events = NULL;
-    g.efree = NULL;
-    g.nstreams = g.capstreams = g.nsfree = 0;
-    g.nevents = g.capevents = g.nefree = 0;
+    if (keep_handles) {                               /* every stream idle and unheld, every event complete */
+        for (uint32_t j = 0; j < g.nstreams; j++) {
+            stream_t *st = &g.streams[j];
+            if (st->state == ST_FREE) continue;
+            st->wcount = st->whead = 0;
+            st->held = false;
+            st->done = st->submitted;
+            if (st->state == ST_ZOMBIE || st->kind == SK_PTDS) stream_free(j);   /* per-thread ones: renewed below */
+        }
+        for (uint32_t j = 0; j < g.nevents; j++) g.events[j].t = (target_t){ 0, 0, 0 };
+    } else {
+        for (uint32_t j = 0; j < g.nstreams; j++) free(g.streams[j].waits);
+        free(g.streams);
+        free(g.sfree);
+        free(g.events);
+        free(g.efree);
+        g.streams = NULL;
+        g.sfree = NULL;
+        g.events = NULL;
+        g.efree = NULL;
+        g.nstreams = g.capstreams = g.nsfree = 0;
+        g.nevents = g.capevents = g.nefree = 0;
+    }
     g.nheld = 0;
     g.nzombies = 0;
     sim_map_clear(&g.allocs);
-    vmm_reset();
+    if (!keep_handles) vmm_reset();                   /* kept: reservations, handles and mappings are handles too */
     framework_reset();
     for (int d = 0; d < MAX_DEVICES; d++) {
         device_t *dv = &g.dev[d];
@@ -1120,9 +1132,12 @@ SIM_API void cca_sim_reset(void)
         dv->carving = false;
         dv->capacity = DEFAULT_CAPACITY;
         dv->used = 0;
+        if (keep_handles)                             /* what live physical handles hold stays held */
+            for (size_t h = 0; h < vmm.nh; h++)
+                if (vmm.h[h].id && vmm.h[h].dev == d) dv->used += vmm.h[h].size;
         dv->live = 0;
         dv->syncs = 0;
-        dv->legacy = NO_SLOT;
+        if (!keep_handles) dv->legacy = NO_SLOT;
     }
     atomic_store_explicit(&g.ndev, 1, memory_order_relaxed);
     for (int a = 0; a < CCA_SIM_API_COUNT; a++) {
@@ -1139,6 +1154,9 @@ SIM_API void cca_sim_reset(void)
     tls_renew(gen);
     unlock();
 }
+
+SIM_API void cca_sim_reset(void) { sim_reset(false); }
+SIM_API void cca_sim_reset_keeping_handles(void) { sim_reset(true); }
 
 SIM_API void cca_sim_set_device_count(int n)
 {
