@@ -76,4 +76,15 @@ for a, r in rows.items():
     for text, key in ((create, "cuMemCreate_per_1k_events"), (unmap, "cuMemUnmap_per_1k_events")):
         assert abs(float(text) - r["extra"][key]) < 1e-9, (a, key, text, r["extra"][key])
 PY
+# PyTorch's own allocator: where cca-bench was built without a torch, one line
+# per torch peer says why, and the JSON has a skipped entry for each.
+if ! grep -q '^allocators:.*torch-native' <<<"$out"; then
+    grep -q '^torch-native: skipped: ' <<<"$out" || fail "no 'torch-native: skipped: REASON' line"
+    grep -q '^torch-expandable: skipped: ' <<<"$out" || fail "no 'torch-expandable: skipped: REASON' line"
+    python3 - "$dir/out.json" <<'PY' || fail "no skipped entries for the torch peers in the JSON"
+import json, sys
+skipped = {s["allocator"]: s["skipped"] for s in json.load(open(sys.argv[1]))["meta"]["skipped"]}
+assert set(skipped) == {"torch-native", "torch-expandable"} and all(skipped.values()), skipped
+PY
+fi
 echo "PASS"

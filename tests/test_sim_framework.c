@@ -1069,3 +1069,57 @@ Test(sim_framework, reset_forgets_pushed_contexts_and_capture_mode)
     CUDA_OK(cudaThreadExchangeStreamCaptureMode(&m));
     cr_assert_eq(m, cudaStreamCaptureModeGlobal, "the default again");
 }
+
+/* cca_sim_reset_keeping_handles: what a framework's allocator caches across
+ * resets (events, streams, virtual memory) stays valid; cudaMalloc results
+ * are forgotten as by cca_sim_reset. */
+Test(sim_framework, reset_keeping_handles_keeps_streams_events_and_mappings)
+{
+    typedef CUresult (*create_fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+    typedef CUresult (*reserve_fn)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    typedef CUresult (*map_fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    typedef CUresult (*access_fn)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    create_fn create = (create_fn)entry("cuMemCreate");
+    reserve_fn reserve = (reserve_fn)entry("cuMemAddressReserve");
+    map_fn map = (map_fn)entry("cuMemMap");
+    access_fn access = (access_fn)entry("cuMemSetAccess");
+    const size_t g2 = (size_t)2 << 20;
+    CUmemAllocationProp prop = { 0 };
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va = 0;
+    cr_assert_eq(create(&h, g2, &prop, 0), CUDA_SUCCESS);
+    cr_assert_eq(reserve(&va, 4 * g2, 0, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(map(va, g2, 0, h, 0), CUDA_SUCCESS);
+    CUmemAccessDesc d = { .location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    cr_assert_eq(access(va, g2, &d, 1), CUDA_SUCCESS);
+    cudaStream_t s = new_stream(0);
+    cudaEvent_t e = new_event();
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, 1 << 20));
+    cca_sim_stream_hold(s);
+    CUDA_OK(cudaEventRecord(e, s));
+    cr_assert_eq(cudaEventQuery(e), cudaErrorNotReady);
+
+    cca_sim_reset_keeping_handles();
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), 0, "counters start over");
+    CUDA_OK(cudaEventQuery(e));                         /* its work complete, the hold gone */
+    CUDA_OK(cudaStreamQuery(s));
+    CUDA_OK(cudaEventRecord(e, s));
+    CUDA_OK(cudaStreamWaitEvent(NULL, e, 0));
+    cr_assert_eq(cca_sim_used_bytes(0), g2, "the mapped handle stays held");
+    cr_assert_eq(cca_sim_live_handles(0), 1);
+    cr_assert(cca_sim_accessible((const void *)va, g2), "the mapping stays");
+    CUDA_OK(cudaMemsetAsync((void *)va, 0, g2, s));
+    cr_assert_eq(cudaFree(p), cudaErrorInvalidValue, "cudaMalloc results are forgotten");
+    cr_assert_eq(cca_sim_live_allocations(0), 0);
+    CUDA_OK(cudaEventDestroy(e));
+
+    cca_sim_reset();                                    /* the plain reset forgets them all */
+    cr_assert_eq(cca_sim_used_bytes(0), 0);
+    cr_assert_eq(cca_sim_live_handles(0), 0);
+    cr_assert_eq(cudaStreamQuery(s), cudaErrorInvalidResourceHandle, "the stream kept above is gone");
+    cr_assert(!cca_sim_accessible((const void *)va, g2));
+}
