@@ -21,7 +21,7 @@ static const struct { const char *name, *conf; } cca_configs[] = {
 };
 
 /* --cca LABEL=CONF: the user's own configurations, after cca's. */
-#define MAX_EXTRA 6                       /* with every peer and --model-all: at most BENCH_MAX_ALLOCS rows */
+#define MAX_EXTRA 6                       /* with every peer (torch's too) and --model-all: at most BENCH_MAX_ALLOCS (28) rows */
 static struct { char name[33]; char conf[400]; } extra[MAX_EXTRA];
 static size_t n_extra;
 

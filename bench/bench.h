@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#define BENCH_MAX_ALLOCS 24
+#define BENCH_MAX_ALLOCS 28
 #define BENCH_MAX_PATHS 64
 
 typedef struct bench_opts {

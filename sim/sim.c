@@ -1105,6 +1105,8 @@ static void sim_reset(bool keep_handles)
             st->wcount = st->whead = 0;
             st->held = false;
             st->done = st->submitted;
+            st->capture = cudaStreamCaptureStatusNone;
+            st->capture_id = 0;
             if (st->state == ST_ZOMBIE || st->kind == SK_PTDS) stream_free(j);   /* per-thread ones: renewed below */
         }
         for (uint32_t j = 0; j < g.nevents; j++) g.events[j].t = (target_t){ 0, 0, 0 };

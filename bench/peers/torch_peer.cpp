@@ -21,21 +21,14 @@ namespace c10::cuda::_internal {
 C10_CUDA_API void setHasPrimaryContext(bool (*func)(DeviceIndex));
 }
 
+typedef int (*ctx_state_fn)(int, unsigned *, int *);
+static ctx_state_fn ctx_state;                        // set once in torch_peer_create, before c10 may ask
+
 static bool has_primary_context(c10::DeviceIndex device)
 {
-    typedef int (*state_fn)(int, unsigned *, int *);
-    static state_fn fn;
-    if (!fn) {
-        void *p = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &p, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess || !p)
-            return false;
-        fn = (state_fn)p;
-    }
     unsigned flags = 0;
     int active = 0;
-    return fn(device, &flags, &active) == 0 && active;
+    return ctx_state && ctx_state(device, &flags, &active) == 0 && active;
 }
 
 static bool initialized;
@@ -60,6 +53,11 @@ extern "C" int torch_peer_create(int expandable, char *err, size_t len)
                 std::snprintf(err, len, "no CUDA device");
                 return -1;
             }
+            void *fn = nullptr;
+            cudaDriverEntryPointQueryResult q;
+            if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess)
+                ctx_state = (ctx_state_fn)fn;
             c10::cuda::_internal::setHasPrimaryContext(has_primary_context);
             alloc::init(n);
             c10::cuda::detail::init_p2p_access_cache(n);   // as torch's lazy init: expandable segments ask it
@@ -67,11 +65,20 @@ extern "C" int torch_peer_create(int expandable, char *err, size_t len)
             initialized = true;
         }
         alloc::emptyCache();
+        auto held = alloc::getDeviceStats(0).reserved_bytes[0].current;
+        if (held != 0) {                              // the simulator's reset would forget what it still holds
+            std::snprintf(err, len, "torch still holds %lld bytes after emptyCache: a run before did not free all",
+                          (long long)held);
+            return -1;
+        }
         alloc::resetPeakStats(0);
         alloc::resetAccumulatedStats(0);
         return 0;
     } catch (const std::exception &e) {
         return failed(e, err, len);
+    } catch (...) {
+        std::snprintf(err, len, "torch threw something that is not a std::exception");
+        return -1;
     }
 }
 
@@ -79,7 +86,7 @@ extern "C" void torch_peer_destroy(void)
 {
     try {
         if (initialized) alloc::emptyCache();
-    } catch (const std::exception &) {
+    } catch (...) {                                   // a failure here shows at the next create
     }
 }
 
@@ -110,9 +117,13 @@ extern "C" int torch_peer_free(void *p, char *err, size_t len)
 extern "C" int torch_peer_record_stream(void *p, cudaStream_t s, char *err, size_t len)
 {
     try {
+        c10::cuda::CUDAStream stream = c10::cuda::getStreamFromExternal(s, 0);
         c10::DataPtr dp(p, p, deleter, c10::Device(c10::DeviceType::CUDA, 0));
-        alloc::recordStream(dp, c10::cuda::getStreamFromExternal(s, 0));
-        dp.release_context();                         // the caller still owns p: not freed here
+        struct keep {                                 // the caller still owns p: never freed here, even if torch throws
+            c10::DataPtr &d;
+            ~keep() { (void)d.release_context(); }
+        } k{dp};
+        alloc::recordStream(dp, stream);
         return 0;
     } catch (const std::exception &e) {
         return failed(e, err, len);
@@ -121,12 +132,20 @@ extern "C" int torch_peer_record_stream(void *p, cudaStream_t s, char *err, size
 
 extern "C" size_t torch_peer_reserved(void)
 {
-    return (size_t)alloc::getDeviceStats(0).reserved_bytes[0].current;
+    try {
+        return (size_t)alloc::getDeviceStats(0).reserved_bytes[0].current;
+    } catch (...) {
+        return 0;
+    }
 }
 
 extern "C" size_t torch_peer_peak_reserved(void)
 {
-    return (size_t)alloc::getDeviceStats(0).reserved_bytes[0].peak;
+    try {
+        return (size_t)alloc::getDeviceStats(0).reserved_bytes[0].peak;
+    } catch (...) {
+        return 0;
+    }
 }
 
 extern "C" const char *torch_peer_version(void) { return TORCH_VERSION; }
