@@ -213,11 +213,10 @@ static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_bloc
     int pool = b->seg->pool;
     _cca_ptrmap_take(&st->live, b->addr);
     if (__builtin_expect(b->n_uses != 0, 0)) {
-        size_t requested = b->requested;
         cca_delta_t d;
         _cca_release_delta(&d, a, b);
         _cca_ctr_apply(a, st, pool, &d);
-        _cca_free_with_uses(a, b, requested);          /* b->requested stays: counted until the uses complete */
+        _cca_free_with_uses(a, b);                     /* b->requested stays: counted until the uses complete */
     } else {
         if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, b->requested, st->handle, b->tag, 0);
         cca_delta_t d;

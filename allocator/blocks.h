@@ -190,14 +190,14 @@ static inline void _cca_merge_part(cca_delta_t *d, const cca_block_t *b)
     _cca_merge_deltas(b, &d->v[CCA_K_inactive_split], &d->v[CCA_K_inactive_split_bytes]);
 }
 
-/* Pending block b -> free, merged with its free neighbours; `requested`:
- * the caller's bytes it was freed with (the pending record keeps them). */
-static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b, size_t requested)
+/* Pending block b -> free, merged with its free neighbours (its requested
+ * bytes, kept while pending, fall now). */
+static inline void _cca_settle_delta(cca_delta_t *d, const cca_block_t *b)
 {
     d->rise = CCA_RISE_SPLIT;
     d->pos = 0;
     d->v[CCA_K_allocation] = d->v[CCA_K_allocated_bytes] = d->v[CCA_K_oversize_allocations] = 0;
-    d->v[CCA_K_requested_bytes] = -(int64_t)requested;
+    d->v[CCA_K_requested_bytes] = -(int64_t)b->requested;
     _cca_merge_part(d, b);
     d->v[CCA_K_active] = -1;
     d->v[CCA_K_active_bytes] = -(int64_t)b->size;

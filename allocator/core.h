@@ -135,11 +135,11 @@ size_t _cca_largest_free(const cca_allocator_t *a);
 
 /* history.c: the recorded events, all locked. _cca_history_add records one
  * while history is on; _cca_history_completed records a pending free's
- * completion (requested: the size its free request had). _cca_history_copy
+ * completion (with b->requested, still the size its free request had). _cca_history_copy
  * copies the entries, oldest first (a->lock held); false: no host memory. */
 void _cca_history_add(cca_allocator_t *a, int action, uintptr_t addr, size_t size, cudaStream_t stream,
                       uint32_t tag, size_t device_free);
-void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b, size_t requested);
+void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b);
 bool _cca_history_copy(const cca_allocator_t *a, cca_history_entry_t **out, size_t *n, uint64_t *dropped);
 void _cca_history_destroy(cca_allocator_t *a);
 static inline bool _cca_history_on(const cca_allocator_t *a) { return __builtin_expect(a->history != NULL, 0); }

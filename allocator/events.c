@@ -34,12 +34,12 @@ static bool events_settle(cca_allocator_t *a, cca_stream_t *st, cca_pending_t p)
 {
     if (p.block->event_count == 1) {
         cca_delta_t d;
-        _cca_settle_delta(&d, p.block, p.requested);
+        _cca_settle_delta(&d, p.block);
         if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
     }
     events_pool_put(&st->events, p.event);
     if (--p.block->event_count == 0) {
-        _cca_history_completed(a, p.block, p.requested);   /* history is off on the hot path (a->hooks) */
+        _cca_history_completed(a, p.block);   /* history is off on the hot path (a->hooks) */
         _cca_free_block(a, p.block);
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
             atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
@@ -156,9 +156,10 @@ static void events_wait_use(cca_allocator_t *a, const cca_use_t *u)
     }
 }
 
-/* Records an event on each stream that used b; b is free once all complete.
- * requested: the caller's size, which the history's completion reports. */
-void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
+/* Records an event on each stream that used b; b is free once all complete
+ * (b->requested, the caller's size, stays until then: requested_bytes and
+ * the history's completion report it). */
+void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
 {
     cca_events_t *ev = &b->seg->stream->events;
     dev_guard_t g;
@@ -172,7 +173,7 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
                      u->key == _cca_current_per_thread_key(a->cfg.device);
         cudaEvent_t e = ok && named ? events_event_get(ev) : NULL;
         if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
-            ev->pending[ev->n_pending++] = (cca_pending_t){ e, b, requested };
+            ev->pending[ev->n_pending++] = (cca_pending_t){ e, b };
             atomic_fetch_add_explicit(&a->pending_events, 1, memory_order_relaxed);
             b->event_count++;
             continue;
@@ -183,9 +184,9 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested)
     _cca_device_leave(&g);
     if (b->event_count == 0) {                        /* nothing to wait for after all */
         cca_delta_t d;
-        _cca_settle_delta(&d, b, requested);
+        _cca_settle_delta(&d, b);
         _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
-        _cca_history_completed(a, b, requested);
+        _cca_history_completed(a, b);
         _cca_free_block(a, b);
     }
 }

@@ -73,10 +73,10 @@ void _cca_history_add(cca_allocator_t *a, int action, uintptr_t addr, size_t siz
                                 .stream = stream, .tag = tag, .device_free = device_free };
 }
 
-void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b, size_t requested)
+void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b)
 {
     if (a->history)
-        _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, requested, b->seg->stream->handle, b->tag, 0);
+        _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, b->requested, b->seg->stream->handle, b->tag, 0);
 }
 
 bool _cca_history_copy(const cca_allocator_t *a, cca_history_entry_t **out, size_t *n, uint64_t *dropped)

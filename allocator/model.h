@@ -150,8 +150,7 @@ typedef struct cca_ctrs {
 
 typedef struct cca_pending {                          /* an event a pending block waits for */
     cudaEvent_t event;
-    cca_block_t *block;
-    size_t requested;                                 /* the caller's size: free_completed's, and requested_bytes' fall */
+    cca_block_t *block;                               /* its requested stays set while pending */
 } cca_pending_t;
 
 typedef struct cca_events {                           /* a stream's blocks' events */

@@ -130,7 +130,7 @@ void         _cca_process_events(cca_allocator_t *a);
 bool         _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
 size_t       _cca_pending_total(const cca_allocator_t *a);
 void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
-void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b, size_t requested);
+void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
 void         _cca_events_destroy(cca_allocator_t *a);
 void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 
