@@ -24,9 +24,11 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || a->cfg.device >= count) {
         _cca_clear_error();
-        return _cca_fail(e != cudaSuccess ? CCA_ERROR_CUDA : CCA_ERROR_INVALID_ARGUMENT,
-                         "cca_create: device %d not available (%d devices, %s)",
-                         a->cfg.device, count, cudaGetErrorName(e));
+        if (e != cudaSuccess)
+            return _cca_fail_cuda(e, "cca_create: device %d not available (cudaGetDeviceCount: %s)", a->cfg.device,
+                                  cudaGetErrorName(e));
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available (%d devices)",
+                         a->cfg.device, count);
     }
     size_t free_b = 0;
     dev_guard_t g;
@@ -35,7 +37,7 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
     _cca_device_leave(&g);
     if (e != cudaSuccess) {
         _cca_clear_error();
-        return _cca_fail(CCA_ERROR_CUDA, "cca_create: cudaMemGetInfo on device %d failed: %s",
+        return _cca_fail_cuda(e, "cca_create: cudaMemGetInfo on device %d failed: %s",
                          a->cfg.device, cudaGetErrorName(e));
     }
     return CCA_OK;

@@ -47,6 +47,19 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
     return s;
 }
 
+cca_status_t _cca_fail_cuda(int e, const char *fmt, ...)
+{
+    static const char nodrv[] = "no CUDA driver or GPU found: ";
+    bool none = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorStubLibrary;
+    size_t at = none ? sizeof nodrv - 1 : 0;
+    if (none) memcpy(last_error, nodrv, at);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error + at, sizeof last_error - at, fmt, ap);
+    va_end(ap);
+    return CCA_ERROR_CUDA;
+}
+
 /* Adds a line to this thread's last error text (an OOM's report, so that
  * callers who only see a NULL can read it); cut to fit. */
 void _cca_error_append(const char *text)
@@ -66,7 +79,7 @@ cca_status_t cca_current_device(int *device)
     cudaError_t e = cudaGetDevice(device);
     if (e == cudaSuccess) return CCA_OK;
     _cca_clear_error();
-    return _cca_fail(CCA_ERROR_CUDA, "cca_current_device: cudaGetDevice failed: %s", cudaGetErrorName(e));
+    return _cca_fail_cuda(e, "cca_current_device: cudaGetDevice failed: %s", cudaGetErrorName(e));
 }
 
 cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes)
@@ -83,6 +96,7 @@ cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_byte
     }
     if (e == cudaSuccess) return CCA_OK;
     _cca_clear_error();
-    return _cca_fail(e == cudaErrorInvalidDevice ? CCA_ERROR_INVALID_ARGUMENT : CCA_ERROR_CUDA,
-                     "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+    if (e == cudaErrorInvalidDevice)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+    return _cca_fail_cuda(e, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
 }

@@ -1047,7 +1047,7 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
     cudaError_t e = _cca_device_enter(a, &g);
     if (e != cudaSuccess) {
         _cca_clear_error();
-        return _cca_fail(CCA_ERROR_CUDA, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
+        return _cca_fail_cuda(e, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
     }
     if (a->cfg.release_before_grow &&
         (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high &&

@@ -107,7 +107,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
             ctx->device_refused = true;
             return CCA_ERROR_OUT_OF_MEMORY;
         }
-        return _cca_fail(CCA_ERROR_CUDA, "cca: cudaMalloc(%zu) on device %d failed: %s",
+        return _cca_fail_cuda(e, "cca: cudaMalloc(%zu) on device %d failed: %s",
                          size, a->cfg.device, cudaGetErrorName(e));
     }
     seg->addr = (uintptr_t)p;

@@ -104,6 +104,11 @@ void          cca_sim_fail_times(cca_sim_api_t api, unsigned long after, unsigne
  * err, from whichever thread makes it. k = 0 or cudaSuccess disarms. For
  * sweeping a fault over every call of a scenario. (contract) */
 void          cca_sim_fail_nth(unsigned long k, cudaError_t err);
+/* As the real libcudart on a machine without a driver (or GPU): while on,
+ * every call that can fail fails with cudaErrorInsufficientDriver, which
+ * cudaGetLastError keeps returning (sticky), and leaves its outputs as they
+ * were. Off, or a reset, restores the device as it was. */
+void          cca_sim_set_no_driver(int on);
 /* Calls left before the armed cca_sim_fail_nth fires (0: it fired or none is armed). */
 unsigned long cca_sim_fail_nth_left(void);
 /* Calls made to api since the last reset, failed calls included. */

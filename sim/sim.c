@@ -90,7 +90,8 @@ static struct {
     pthread_mutex_t lock;
     _Atomic uint64_t gen;           /* world generation, bumped by cca_sim_reset */
     _Atomic int ndev;
-    _Atomic int nfaults;            /* armed faults, to skip the check cheaply */
+    _Atomic int nfaults;            /* armed faults, to skip the check cheaply (no_driver counts as one) */
+    _Atomic int no_driver;          /* cca_sim_set_no_driver: every call that can fail fails */
     _Atomic long nth_left;          /* cca_sim_fail_nth: failable calls until the one that fails; 0: off */
     _Atomic int nth_err;
     int nheld;                      /* streams held (zombies included) */
@@ -192,6 +193,7 @@ static inline void enter(cca_sim_api_t api)
 static cudaError_t fault_now(cca_sim_api_t api)
 {
     tls_t *t = me();
+    if (atomic_load_explicit(&g.no_driver, memory_order_relaxed)) return cudaErrorInsufficientDriver;
     if (t->forced) {                                  /* cca_sim_fail_nth's call */
         cudaError_t e = t->forced;
         t->forced = cudaSuccess;
@@ -1150,6 +1152,7 @@ static void sim_reset(bool keep_handles)
         atomic_store_explicit(&g.calls[a].v, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&g.nfaults, 0, memory_order_relaxed);
+    atomic_store_explicit(&g.no_driver, 0, memory_order_relaxed);
     atomic_store_explicit(&g.nth_left, 0, memory_order_relaxed);
     uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed) + 1;
     atomic_store_explicit(&g.gen, gen, memory_order_release);
@@ -1158,6 +1161,14 @@ static void sim_reset(bool keep_handles)
 }
 
 SIM_API void cca_sim_reset(void) { sim_reset(false); }
+
+SIM_API void cca_sim_set_no_driver(int on)
+{
+    lock();
+    int was = atomic_exchange_explicit(&g.no_driver, on != 0, memory_order_relaxed);
+    if ((on != 0) != (was != 0)) atomic_fetch_add_explicit(&g.nfaults, on ? 1 : -1, memory_order_relaxed);
+    unlock();
+}
 SIM_API void cca_sim_reset_keeping_handles(void) { sim_reset(true); }
 
 SIM_API void cca_sim_set_device_count(int n)

@@ -219,3 +219,53 @@ Test(errors, mem_get_info_fault_fails_create)
     cr_assert_eq(cca_create(NULL, &a), CCA_OK);
     finish(a);
 }
+
+/* A machine without a CUDA driver or GPU (the real libcudart answers every
+ * call with cudaErrorInsufficientDriver there): each cca call that reaches
+ * the runtime fails with CCA_ERROR_CUDA and says so in one phrase; the
+ * allocator made before the driver went away keeps what it holds. */
+static void assert_no_driver_text(const char *what)
+{
+    const char *t = cca_last_error_string();
+    cr_assert(strncmp(t, "no CUDA driver or GPU found: ", 29) == 0, "%s: \"%s\"", what, t);
+    cr_assert(strstr(t, "cudaErrorInsufficientDriver") != NULL, "%s names the runtime's error: \"%s\"", what, t);
+}
+
+Test(errors, no_driver_or_gpu_says_so)
+{
+    cca_allocator_t *before = make_alloc("");
+    char *kept = alloc_ok(before, 4 * MiB, NULL);
+    cca_sim_set_no_driver(1);
+    cudaError_t sticky = cudaGetLastError();
+    cr_assert_eq(sticky, cudaErrorInsufficientDriver, "the simulator's error is sticky, as the runtime's");
+
+    cca_config_t c;
+    cca_config_init(&c);
+    cca_allocator_t *a = NULL;
+    cr_assert_eq(cca_create(&c, &a), CCA_ERROR_CUDA);
+    cr_assert_null(a);
+    assert_no_driver_text("cca_create");
+    cr_assert_eq(cca_default(0, &a), CCA_ERROR_CUDA);
+    assert_no_driver_text("cca_default");
+    int dev = 7;
+    cr_assert_eq(cca_current_device(&dev), CCA_ERROR_CUDA);
+    assert_no_driver_text("cca_current_device");
+    size_t f = 1, t = 1;
+    cr_assert_eq(cca_mem_get_info(0, &f, &t), CCA_ERROR_CUDA);
+    assert_no_driver_text("cca_mem_get_info");
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(before, &p, 64 * MiB, NULL), CCA_ERROR_CUDA, "a new segment needs the driver");
+    assert_no_driver_text("cca_malloc");
+    cr_assert_null(p);
+
+    cca_sim_set_no_driver(0);
+    (void)cudaGetLastError();                         /* the last failure's error, recorded before */
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "not sticky once the driver is back");
+    cca_stats_t s = stats_of(before);
+    cr_assert_eq(s.allocated_bytes[CCA_POOL_ALL].current, 4 * MiB, "nothing the caller held was lost");
+    check_ok(before);
+    free_ok(before, kept);
+    char *q = alloc_ok(before, 64 * MiB, NULL);
+    free_ok(before, q);
+    finish(before);
+}
