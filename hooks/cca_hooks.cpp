@@ -1,12 +1,16 @@
 // cca_hooks.cpp - the functions PyTorch's pluggable-allocator hook loads
 // (torch.cuda.memory.CUDAPluggableAllocator), with C linkage, over the
 // per-device default allocators of libcca (cca_default: the same ones the
-// Python package reads). torch checks no result: a failure must be a C++
-// exception, and only c10::OutOfMemoryError becomes
-// torch.cuda.OutOfMemoryError - which the variant built against torch's
-// headers (libcca_hooks_torch.so, CCA_HOOKS_TORCH) throws; this one throws
-// std::runtime_error with "CUDA out of memory. " and cca's report, which
-// torch turns into a RuntimeError. The library stays C; only this shim is C++.
+// Python package reads). torch checks no result (a NULL becomes a tensor at
+// address 0): a failure must be a C++ exception, and only
+// c10::OutOfMemoryError becomes torch.OutOfMemoryError. That type lives in
+// the running torch's libc10, so this library, built without torch, throws
+// it through a raiser registered at run time (cca_hooks_set_oom_raiser:
+// cca_torch_oom.cpp, which cca.allocators.torch builds against the running
+// torch); without one an OOM is a std::runtime_error, which torch turns into
+// a RuntimeError, with the same text: torch's first line ("CUDA out of
+// memory. Tried to allocate ...") and cca's report. The library stays C;
+// only this shim is C++.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -16,10 +20,6 @@
 
 #include <cuda_runtime_api.h>
 #include "cca.h"
-
-#ifdef CCA_HOOKS_TORCH
-#include <c10/util/Exception.h>
-#endif
 
 #define CCA_HOOK extern "C" __attribute__((visibility("default")))
 
@@ -34,17 +34,44 @@ constexpr int kMaxDevices = 64;
 std::atomic<int> pools_open{0};
 std::atomic<int> device_count{0};
 
+// Throws c10::OutOfMemoryError with the text it is given; never returns
+// (cca_torch_oom.cpp). Set once torch is loaded; read only on an OOM.
+using oom_raiser_t = void (*)(const char *message);
+std::atomic<oom_raiser_t> oom_raiser{nullptr};
+
+// A size as torch's messages write it (c10's format_size).
+std::string torch_size(size_t n)
+{
+    char b[64];
+    if (n <= 1024) snprintf(b, sizeof b, "%zu bytes", n);
+    else if (n <= 1048576) snprintf(b, sizeof b, "%.2f KiB", n / 1024.0);
+    else if (n <= 1073741824) snprintf(b, sizeof b, "%.2f MiB", n / 1048576.0);
+    else snprintf(b, sizeof b, "%.2f GiB", n / 1073741824.0);
+    return b;
+}
+
+// torch's first line, from cca's figures (what it tried to obtain, the
+// device, the cap, allocated and reserved-but-unallocated after
+// release-and-retry), then cca's report.
+std::string oom_text(const cca_oom_report_t &r)
+{
+    char text[2048] = "";
+    cca_oom_report_format(&r, text, sizeof text);
+    std::string msg = "CUDA out of memory. Tried to allocate " + torch_size(r.segment_size ? r.segment_size : r.rounded) +
+                      ". GPU " + std::to_string(r.device) + " has a total capacity of " + torch_size(r.device_total) +
+                      " of which " + torch_size(r.device_free) + " is free. ";
+    if (r.cap) msg += torch_size(r.cap) + " allowed; ";
+    msg += "Of the allocated memory " + torch_size(r.allocated) + " is allocated by PyTorch, and " +
+           torch_size(r.reserved > r.allocated ? r.reserved - r.allocated : 0) +
+           " is reserved by PyTorch but unallocated.\n";
+    return msg + text;
+}
+
 [[noreturn]] __attribute__((noinline, cold)) void throw_oom(const cca_oom_report_t &r)
 {
-    char text[1024] = "";
-    cca_oom_report_format(&r, text, sizeof text);
-    std::string msg = std::string("CUDA out of memory. Tried to allocate ") + std::to_string(r.requested) +
-                      " bytes on device " + std::to_string(r.device) + " (cca).\n" + text;
-#ifdef CCA_HOOKS_TORCH
-    throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, msg);
-#else
+    std::string msg = oom_text(r);
+    if (oom_raiser_t raise = oom_raiser.load(std::memory_order_acquire)) raise(msg.c_str());
     throw std::runtime_error(msg);
-#endif
 }
 
 [[noreturn]] __attribute__((noinline, cold)) void throw_last_error()
@@ -252,15 +279,26 @@ CCA_HOOK void cca_torch_release_pool(int device, cca_mempool_id id)
     (void)id;
 }
 
-// Which exception an OOM becomes: 1 when this library throws
-// c10::OutOfMemoryError (libcca_hooks_torch.so), 0 for std::runtime_error.
-CCA_HOOK int cca_hooks_throws_torch_oom(void)
+// Which exception an OOM becomes: 1 once a raiser of c10::OutOfMemoryError
+// is registered, 0 while it is std::runtime_error.
+CCA_HOOK int cca_hooks_throws_torch_oom(void) { return oom_raiser.load(std::memory_order_acquire) != nullptr; }
+
+// Registers (or, with NULL, removes) the function that throws torch's OOM
+// exception with the message it is given.
+CCA_HOOK void cca_hooks_set_oom_raiser(oom_raiser_t raise) { oom_raiser.store(raise, std::memory_order_release); }
+
+// The message an OOM of this report raises (for tests and other frameworks'
+// glue): written to buf as a C string, cut at len; returns its full length.
+CCA_HOOK size_t cca_hooks_oom_message(const cca_oom_report_t *r, char *buf, size_t len) noexcept
 {
-#ifdef CCA_HOOKS_TORCH
-    return 1;
-#else
-    return 0;
-#endif
+    try {
+        std::string m = oom_text(*r);
+        if (len) snprintf(buf, len, "%s", m.c_str());
+        return m.size();
+    } catch (...) {
+        if (len) buf[0] = 0;
+        return 0;
+    }
 }
 
 // ---- CuPy's CFunctionAllocator ----------------------------------------------

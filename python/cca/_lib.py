@@ -1,20 +1,24 @@
 """Loading libcca and describing its structs.
 
 The library is found, in order: ``CCA_LIBRARY`` (a path; how the tests load
-the simulated build), then ``libcca.so`` beside this package. Before it, the
-CUDA runtime a framework already loaded is made visible (cuda-pathfinder when
-installed, else the first ``libcudart.so.13`` the loader or ``CUDA_PATH``
-finds), so that the process has one runtime. Loading happens on first use,
-so ``import cca`` works on a machine without CUDA.
+the simulated build), then ``libcca.so`` beside this package. libcca names
+the CUDA runtime by soname only (``libcudart.so.13``, no path): it binds to
+the one the process already has (torch's, CuPy's wheel's, a program's).
+Where the process has none yet, the one the loader finds is used, else the
+NVIDIA runtime wheel's (``nvidia/cu13/lib``, through cuda-pathfinder when
+installed), else ``$CUDA_PATH/lib64`` or ``/usr/local/cuda/lib64``; with
+none of them, ``RuntimeNotFoundError`` says so in one sentence. Loading
+happens on first use, so ``import cca`` works on a machine without CUDA.
 
 Every struct comes from the layouts the library exports
 (``cca_struct_layouts``): fields, offsets and sizes are read, not restated.
 """
 
 import ctypes
-import ctypes.util
 import glob
 import os
+import re
+import sys
 import threading
 
 _lock = threading.Lock()
@@ -66,45 +70,71 @@ def library_path():
     raise OSError("cca: libcca.so not found beside the package; set CCA_LIBRARY to a built libcca.so")
 
 
-def hooks_path(torch_variant=True):
-    """The hook library torch loads: libcca_hooks_torch.so (throws
-    torch.cuda.OutOfMemoryError) when built, else libcca_hooks.so; from
+def hooks_path():
+    """The hook library torch and CuPy load (libcca_hooks.so): from
     CCA_HOOKS_LIBRARY, beside libcca, or in a build tree's hooks/."""
     env = os.environ.get("CCA_HOOKS_LIBRARY")
     if env:
-        plain = os.path.join(os.path.dirname(env), "libcca_hooks.so")
-        if not torch_variant and os.path.basename(env) == "libcca_hooks_torch.so" and os.path.exists(plain):
-            return plain                              # the torch variant needs torch loaded: not for CuPy
         return env
     base = os.path.dirname(os.path.abspath(library_path()))
-    names = (["libcca_hooks_torch.so"] if torch_variant else []) + ["libcca_hooks.so"]
     for d in (base, os.path.join(base, "..", "hooks")):
-        for n in names:
-            p = os.path.join(d, n)
-            if os.path.exists(p):
-                return os.path.abspath(p)
+        p = os.path.join(d, "libcca_hooks.so")
+        if os.path.exists(p):
+            return os.path.abspath(p)
     raise OSError("cca: libcca_hooks.so not found beside libcca; set CCA_HOOKS_LIBRARY")
 
 
-def _preload_runtime():
-    """Makes the framework's CUDA runtime the one libcca binds to."""
+class RuntimeNotFoundError(OSError):
+    """libcca needs a CUDA runtime this process does not have and cca
+    cannot find."""
+
+
+_NEEDS = re.compile(r"(libcudart\.so\.[0-9]+)")
+
+
+def _runtime_candidates(soname):
+    """Where a runtime of this soname may be, best first (after the loader's own search)."""
     try:
         from cuda import pathfinder  # type: ignore
-        pathfinder.load_nvidia_dynamic_lib("cudart")
-        return
-    except Exception:
+        found = pathfinder.load_nvidia_dynamic_lib("cudart")
+        p = getattr(found, "abs_path", None)
+        if p and os.path.basename(p) == soname:
+            yield p
+    except Exception:                                 # not installed, or it found none
         pass
-    candidates = ["libcudart.so.13", "libcudart.so.12", ctypes.util.find_library("cudart")]
-    root = os.environ.get("CUDA_PATH") or os.environ.get("CUDA_HOME") or "/usr/local/cuda"
-    candidates += sorted(glob.glob(os.path.join(root, "lib64", "libcudart.so*")), reverse=True)
-    for c in candidates:
-        if not c:
+    for entry in sys.path:
+        for sub in ("cu13", "cuda_runtime", "cu12"):
+            yield os.path.join(entry or ".", "nvidia", sub, "lib", soname)
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root:
+            yield os.path.join(root, "lib64", soname)
+            yield os.path.join(root, "lib", soname)
+
+
+def _open(path):
+    """libcca, loaded globally; where it lacks its runtime, that runtime is
+    found and loaded first (one per process: the one already loaded wins)."""
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        m = _NEEDS.search(str(e))
+        if not m or "cannot open shared object" not in str(e):
+            raise
+        soname = m.group(1)
+    tried = []
+    for cand in _runtime_candidates(soname):
+        if cand in tried or not os.path.isfile(cand):
             continue
+        tried.append(cand)
         try:
-            ctypes.CDLL(c, mode=ctypes.RTLD_GLOBAL)
-            return
+            ctypes.CDLL(cand, mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError:
             continue
+    raise RuntimeNotFoundError(
+        f"cca: no CUDA runtime found: libcca needs {soname}, which this process has not loaded and which is not on "
+        f"the loader's path, in an NVIDIA runtime wheel (pip install nvidia-cuda-runtime), $CUDA_PATH/lib64 or "
+        f"/usr/local/cuda/lib64")
 
 
 def _declare(lib):
@@ -174,10 +204,7 @@ def lib():
         return _lib
     with _lock:
         if _lib is None:
-            path = library_path()
-            if not os.environ.get("CCA_LIBRARY"):
-                _preload_runtime()
-            handle = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            handle = _open(library_path())
             _declare(handle)
             _build_structs(handle)
             _lib = handle

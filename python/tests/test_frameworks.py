@@ -111,7 +111,7 @@ def test_cupy_c_function_allocator_never_throws(standins, small, dev):
     del m
     gc.collect()
     assert cca.memory_allocated(dev) == before
-    hooks = ctypes.CDLL(_lib.hooks_path(torch_variant=False))
+    hooks = ctypes.CDLL(_lib.hooks_path())
     hooks.cca_cupy_malloc.restype = ctypes.c_void_p
     hooks.cca_cupy_malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     hooks.cca_cupy_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]

@@ -127,7 +127,7 @@ def c_function_allocator():
     OutOfMemoryError (CuPy itself would hand out a null pointer)."""
     cupy = _cupy()
     _lib.lib()                                        # libcca first: the hooks bind to this one
-    hooks = ctypes.CDLL(_lib.hooks_path(torch_variant=False))
+    hooks = ctypes.CDLL(_lib.hooks_path())
     m = ctypes.cast(hooks.cca_cupy_malloc, ctypes.c_void_p).value
     f = ctypes.cast(hooks.cca_cupy_free, ctypes.c_void_p).value
     return _CheckedCFunctionAllocator(cupy.cuda.memory.CFunctionAllocator(0, m, f, hooks), cupy)

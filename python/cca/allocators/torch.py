@@ -26,6 +26,7 @@ import warnings
 
 import cca
 from cca import _lib
+from . import torch_oom
 
 _installed = None                                     # keeps every ctypes object alive
 _PATCHED = ("memory_stats", "memory_stats_as_nested_dict", "memory_allocated", "max_memory_allocated",
@@ -81,8 +82,9 @@ def install(conf=None, patch_torch=True):
         warnings.warn("cca: torch.backends.cudnn.benchmark is on; cuDNN asks the allocator for cacheInfo, which a "
                       "pluggable allocator cannot answer, and the benchmark will fail: set it to False",
                       RuntimeWarning, stacklevel=2)
+    raiser = _torch_oom(torch, hooks)
     torch.cuda.memory.change_current_allocator(alloc)
-    _installed = (alloc, hooks, lib, target)
+    _installed = (alloc, hooks, lib, target, raiser)
     if patch_torch:
         _patch(torch)
     return alloc
@@ -96,9 +98,29 @@ def _patch(torch):
                 setattr(mod, name, fn)
 
 
+_warned = []
+
+
+def _torch_oom(torch, hooks):
+    """Registers torch's OOM exception with the hooks (torch_oom.py); warns
+    once, saying what an OOM will be instead, where it cannot be had."""
+    raiser, why = torch_oom.load(torch)
+    if raiser is None:
+        if not _warned:
+            _warned.append(why)
+            warnings.warn(f"cca: an out-of-memory under cca will raise RuntimeError, not torch.OutOfMemoryError, "
+                          f"with the same message (torch's first line and cca's report): cca's torch exception "
+                          f"cannot be built: {why}", RuntimeWarning, stacklevel=3)
+        return None
+    hooks.cca_hooks_set_oom_raiser.argtypes = [ctypes.c_void_p]
+    hooks.cca_hooks_set_oom_raiser(ctypes.cast(raiser.cca_torch_raise_oom, ctypes.c_void_p))
+    return raiser
+
+
 def throws_torch_oom():
-    """True when the hook library throws c10::OutOfMemoryError (so an OOM is
-    torch.cuda.OutOfMemoryError), False when RuntimeError."""
+    """True when an OOM in a torch operation raises torch.OutOfMemoryError
+    (install() registered torch's exception with the hooks), False when
+    RuntimeError."""
     hooks = ctypes.CDLL(_lib.hooks_path())
     return bool(hooks.cca_hooks_throws_torch_oom())
 
