@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 
 MiB = 1 << 20
 
@@ -182,7 +182,7 @@ def test_fraction_is_the_cap_in_force_and_never_above_one(sim):
     out = _run("import cca; cca.configure('memory_limit_mb:100000000');"
                "print(cca.get_per_process_memory_fraction(0), cca.mem_get_info(0)[1] < 100000000 << 20);"
                "cca.set_per_process_memory_fraction(0.25, 0); print(cca.get_per_process_memory_fraction(0));"
-               "cca._lib.lib().cca_set_memory_limit(cca._allocator(0), 1 << 30);"
+               "cca._lib.lib().cca_set_memory_limit(cca._core.allocator(0), 1 << 30);"
                "print(cca.get_per_process_memory_fraction(0) == (1 << 30) / cca.mem_get_info(0)[1])")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1.0", "True", "0.25", "True"]
@@ -286,13 +286,13 @@ def test_out_of_memory_error_carries_this_threads_report(sim):
     oom = next(i for i in range(64) if lib.cca_status_string(i).decode() == "CCA_ERROR_OUT_OF_MEMORY")
     assert c_malloc(d, 65 * MiB)[0] == "CCA_ERROR_OUT_OF_MEMORY"
     with pytest.raises(cca.OutOfMemoryError) as e:
-        cca._check(oom, "allocating")
+        _core.check(oom, "allocating")
     assert e.value.report.requested == 65 * MiB and e.value.report.device == d
     assert e.value.report.verdict == "exhausted"
 
     def other():
         with pytest.raises(cca.OutOfMemoryError) as e2:
-            cca._check(oom, "allocating")
+            _core.check(oom, "allocating")
         return e2.value.report
 
     import threading

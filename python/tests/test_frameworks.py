@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 
 MiB = 1 << 20
 STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
@@ -83,7 +83,7 @@ def test_cupy_allocates_on_its_current_stream(standins, dev, sim):
     assert _stream_of(dev, m.ptr) == s.value
     del m
     gc.collect()
-    assert _lib.lib().cca_stream_retire(cca._allocator(dev), s) == 0
+    assert _lib.lib().cca_stream_retire(_core.allocator(dev), s) == 0
 
 
 def test_cupy_oom_is_cupys_error_with_cca_report(standins, small):
@@ -135,11 +135,11 @@ def test_cupy_pool_answers_from_cca(standins, dev):
     import cca.allocators.cupy as cc
     pool = cc.Pool(dev)
     p = ctypes.c_void_p()
-    assert _lib.lib().cca_malloc(cca._allocator(dev), ctypes.byref(p), 6 * MiB, None) == 0
+    assert _lib.lib().cca_malloc(_core.allocator(dev), ctypes.byref(p), 6 * MiB, None) == 0
     assert pool.used_bytes() == cca.memory_allocated(dev)
     assert pool.total_bytes() == cca.memory_reserved(dev)
     assert pool.free_bytes() == pool.total_bytes() - pool.used_bytes()
-    assert _lib.lib().cca_free(cca._allocator(dev), p) == 0
+    assert _lib.lib().cca_free(_core.allocator(dev), p) == 0
     pool.free_all_blocks()
     assert pool.total_bytes() == cca.memory_reserved(dev)
     assert pool.get_limit() == 0

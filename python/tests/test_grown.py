@@ -64,7 +64,7 @@ out["snapshot"] = rel(cca.memory_snapshot())
 out["history"] = rel(cca.history(0))
 out["profile"] = rel({k: v for k, v in vars(prof.result).items() if k not in ("wall_s", "children")})
 out["summary"] = cca.memory_summary(0)
-out["config"] = rel(cca._allocator_settings())
+out["config"] = rel(cca.snapshots.allocator_settings())
 out["sizes"] = {n: ctypes.sizeof(_lib.struct(n)) for n in ("cca_config_t", "cca_stats_t", "cca_frag_t",
                 "cca_segment_info_t", "cca_block_info_t", "cca_oom_report_t", "cca_scope_result_t", "cca_history_entry_t",
                 "cca_notice_t")}

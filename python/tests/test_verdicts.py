@@ -5,7 +5,7 @@ import ctypes
 import pytest
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 
 MiB = 1 << 20
 
@@ -13,7 +13,7 @@ MiB = 1 << 20
 def test_memory_cached_on_another_stream_is_stranded(small_device, sim):
     d = small_device
     cca.empty_cache()
-    lib, a = _lib.lib(), cca._allocator(d)
+    lib, a = _lib.lib(), _core.allocator(d)
     cur = ctypes.c_int()
     sim.lib.cudaGetDevice(ctypes.byref(cur))
     sim.lib.cudaSetDevice(d)

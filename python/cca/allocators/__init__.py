@@ -1,2 +1,3 @@
-"""Installers of cca into frameworks: ``cca.allocators.torch`` (CuPy and
-Numba follow in the same layout as RMM's ``rmm.allocators``)."""
+"""Installers of cca into frameworks: ``cca.allocators.torch``,
+``cca.allocators.cupy`` and ``cca.allocators.numba``, in the layout of
+RMM's ``rmm.allocators``."""

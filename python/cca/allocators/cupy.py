@@ -27,7 +27,7 @@ import gc
 import sys
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 
 __all__ = ["install", "malloc", "c_function_allocator", "Pool"]
 
@@ -54,7 +54,7 @@ class _Block:
 def _oom_error(cupy, size, device, detail=None):
     """CuPy's OutOfMemoryError(size, total, limit) with cca's report: total
     is what cca has allocated on the device, limit cca's cap (0: none)."""
-    report = cca._thread_oom_report()
+    report = _core.thread_oom_report()
     err = cupy.cuda.memory.OutOfMemoryError(int(size), cca.memory_allocated(device), Pool(device).get_limit())
     err.cca_report = report
     extra = str(report) if report is not None else detail
@@ -79,7 +79,7 @@ def malloc(size):
     device = cupy.cuda.Device().id
     stream = cupy.cuda.get_current_stream()
     handle = int(getattr(stream, "ptr", 0) or 0)      # 0: the legacy default stream, as CuPy's null stream
-    a = cca._allocator(device)
+    a = _core.allocator(device)
     st, ptr = _cca_malloc(a, size, handle)
     oom = b"CCA_ERROR_OUT_OF_MEMORY"
     if st != 0 and _lib.lib().cca_status_string(st) == oom:
@@ -88,7 +88,7 @@ def malloc(size):
     if st != 0:
         if _lib.lib().cca_status_string(st) == oom:
             raise _oom_error(cupy, size, device)
-        cca._check(st, "cca.allocators.cupy.malloc")
+        _core.check(st, "cca.allocators.cupy.malloc")
     owner = _Block(ptr, device, a)
     mem = cupy.cuda.UnownedMemory(ptr or 0, int(size), owner, device)
     return cupy.cuda.MemoryPointer(mem, 0)
@@ -158,13 +158,13 @@ class Pool:
     def set_limit(self, size=None, fraction=None):
         """As CuPy's: a byte limit or a fraction of the device (both None or
         0: no limit)."""
-        a = cca._allocator(self.device)
+        a = _core.allocator(self.device)
         if fraction is not None and size is not None:
             raise ValueError("cca Pool.set_limit: give size or fraction, not both")
         lib = _lib.lib()
         cap, old_frac, old_limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-        cca._check(lib.cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(old_frac), ctypes.byref(old_limit)),
-                   "set_limit")
+        _core.check(lib.cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(old_frac), ctypes.byref(old_limit)),
+                    "set_limit")
         if fraction is not None:
             if not 0 <= float(fraction) <= 1:
                 raise ValueError("cca Pool.set_limit: fraction must be in [0, 1], got %r" % (fraction,))
@@ -176,7 +176,7 @@ class Pool:
             steps = ((lib.cca_set_memory_fraction, 0.0), (lib.cca_set_memory_limit, size))
         try:
             for fn, value in steps:
-                cca._check(fn(a, value), "set_limit")
+                _core.check(fn(a, value), "set_limit")
         except BaseException:                         # refused (below one 2 MiB segment): the old cap stays
             lib.cca_set_memory_fraction(a, 0.0)
             lib.cca_set_memory_limit(a, old_limit.value)
@@ -186,6 +186,7 @@ class Pool:
     def get_limit(self):
         """The cap in bytes; 0 when there is none (as CuPy)."""
         cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-        cca._check(_lib.lib().cca_get_memory_cap(cca._allocator(self.device), ctypes.byref(cap), ctypes.byref(frac),
-                                                  ctypes.byref(limit)), "get_limit")
+        a = _core.allocator(self.device)
+        _core.check(_lib.lib().cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(frac), ctypes.byref(limit)),
+                    "get_limit")
         return int(cap.value)

@@ -21,7 +21,7 @@ message (``.cca_report``). Host (pinned, mapped) memory stays Numba's own.
 import ctypes
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 
 from numba import cuda as _cuda                       # this module is Numba's plugin: Numba is there
 
@@ -68,7 +68,7 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
 
     def initialize(self):
         self._device = int(self.context.device.id)
-        self._allocator = cca._allocator(self._device)
+        self._allocator = _core.allocator(self._device)
 
     def memalloc(self, size):
         if not hasattr(self, "_allocator"):
@@ -79,12 +79,12 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
         if st != 0:
             name = _lib.lib().cca_status_string(st).decode()
             if name == "CCA_ERROR_OUT_OF_MEMORY":
-                report = cca._thread_oom_report()
+                report = _core.thread_oom_report()
                 err = _driver().CudaAPIError(_CUDA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %d bytes%s"
                                              % (size, "\n" + str(report) if report is not None else ""))
                 err.cca_report = report
                 raise err
-            cca._check(st, "cca.allocators.numba.memalloc")
+            _core.check(st, "cca.allocators.numba.memalloc")
         ptr = p.value or 0
         return _cuda.MemoryPointer(self.context, _device_pointer(ptr), int(size),
                                    finalizer=_finalizer(self._allocator, ptr))
