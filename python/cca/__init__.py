@@ -22,6 +22,7 @@ binding; ``cca.allocators`` installs cca into torch, CuPy and Numba.
 """
 
 from ._core import CcaError, OutOfMemoryError
+from ._lib import RuntimeNotFoundError
 from ._version import __version__  # noqa: F401 - re-exported outside __all__, which is unchanged
 from .memory import (check, config_keys, configure, empty_cache, expandable_stats, fragmentation,
                      get_per_process_memory_fraction, max_memory_allocated, max_memory_reserved, mem_get_info,
@@ -36,7 +37,7 @@ from .tags import tag, tag_name
 from .watches import Crossing, OomHandler, Watch, on_oom, watch
 
 __all__ = [
-    "CcaError", "OutOfMemoryError", "OomReport", "configure", "memory_stats", "memory_stats_as_nested_dict",
+    "CcaError", "OutOfMemoryError", "RuntimeNotFoundError", "OomReport", "configure", "memory_stats", "memory_stats_as_nested_dict",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
     "empty_cache", "memory_summary", "memory_snapshot", "mem_get_info", "set_per_process_memory_fraction",

@@ -3,11 +3,12 @@
 The library is found, in order: ``CCA_LIBRARY`` (a path; how the tests load
 the simulated build), then ``libcca.so`` beside this package. libcca names
 the CUDA runtime by soname only (``libcudart.so.13``, no path): it binds to
-the one the process already has (torch's, CuPy's wheel's, a program's).
-Where the process has none yet, the one the loader finds is used, else the
-NVIDIA runtime wheel's (``nvidia/cu13/lib``, through cuda-pathfinder when
-installed), else ``$CUDA_PATH/lib64`` or ``/usr/local/cuda/lib64``; with
-none of them, ``RuntimeNotFoundError`` says so in one sentence. Loading
+the one the process already has (torch's, a program's). Where the process
+has none yet, this environment's NVIDIA runtime wheel's is loaded
+(``nvidia/cu13/lib``: the one torch would load; cuda-pathfinder's when
+installed), else the one the loader finds, else ``$CUDA_PATH``'s (default
+``/usr/local/cuda``); with none of them, ``RuntimeNotFoundError`` says so
+in one sentence. Loading
 happens on first use, so ``import cca`` works on a machine without CUDA.
 
 Every struct comes from the layouts the library exports
@@ -17,7 +18,7 @@ Every struct comes from the layouts the library exports
 import ctypes
 import glob
 import os
-import re
+import struct as _struct
 import sys
 import threading
 
@@ -89,11 +90,53 @@ class RuntimeNotFoundError(OSError):
     cannot find."""
 
 
-_NEEDS = re.compile(r"(libcudart\.so\.[0-9]+)")
+def needed(path):
+    """The DT_NEEDED names of an ELF64 little-endian shared library ([] when it is none)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            return []
+        phoff, = _struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = _struct.unpack_from("<HH", data, 0x36)
+        loads, dyn = [], None
+        for i in range(phnum):
+            kind, _, off, vaddr, _, filesz, _, _ = _struct.unpack_from("<IIQQQQQQ", data, phoff + i * phentsize)
+            if kind == 1:                             # PT_LOAD
+                loads.append((vaddr, off, filesz))
+            elif kind == 2:                           # PT_DYNAMIC
+                dyn = (off, filesz)
+        if dyn is None:
+            return []
+        names, strtab = [], None
+        for at in range(dyn[0], dyn[0] + dyn[1], 16):
+            tag, val = _struct.unpack_from("<qQ", data, at)
+            if tag == 0:
+                break
+            if tag == 1:                              # DT_NEEDED
+                names.append(val)
+            elif tag == 5:                            # DT_STRTAB
+                strtab = val
+        base = next(o + strtab - v for v, o, n in loads if v <= strtab < v + n)
+        return [data[base + n:data.index(b"\0", base + n)].decode() for n in names]
+    except (OSError, _struct.error, StopIteration, TypeError, ValueError):
+        return []
 
 
-def _runtime_candidates(soname):
-    """Where a runtime of this soname may be, best first (after the loader's own search)."""
+def _loaded(soname):
+    """Whether this process has a library of that soname (made global if so)."""
+    try:
+        ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+        return True
+    except OSError:
+        return False
+
+
+def _wheel_runtimes(soname):
+    """This environment's NVIDIA runtime wheel's copies of soname, best first."""
+    for entry in sys.path:
+        for sub in ("cu13", "cuda_runtime", "cu12"):
+            yield os.path.join(entry or ".", "nvidia", sub, "lib", soname)
     try:
         from cuda import pathfinder  # type: ignore
         found = pathfinder.load_nvidia_dynamic_lib("cudart")
@@ -102,39 +145,49 @@ def _runtime_candidates(soname):
             yield p
     except Exception:                                 # not installed, or it found none
         pass
-    for entry in sys.path:
-        for sub in ("cu13", "cuda_runtime", "cu12"):
-            yield os.path.join(entry or ".", "nvidia", sub, "lib", soname)
-    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if root:
-            yield os.path.join(root, "lib64", soname)
-            yield os.path.join(root, "lib", soname)
+
+
+def _toolkit_runtimes(soname):
+    roots = [r for r in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")) if r] or ["/usr/local/cuda"]
+    for root in roots:
+        yield os.path.join(root, "lib64", soname)
+        yield os.path.join(root, "lib", soname)
+
+
+def _load_first(cands):
+    for cand in cands:
+        if os.path.isfile(cand):
+            try:
+                ctypes.CDLL(cand, mode=ctypes.RTLD_GLOBAL)
+                return cand
+            except OSError:
+                continue
+    return None
 
 
 def _open(path):
-    """libcca, loaded globally; where it lacks its runtime, that runtime is
-    found and loaded first (one per process: the one already loaded wins)."""
+    """libcca, loaded globally, bound to one CUDA runtime per process: the
+    one this process has already loaded (torch's, a program's); else this
+    environment's NVIDIA runtime wheel's (the one torch would load); else
+    the one the loader finds; else CUDA_PATH's (default /usr/local/cuda)."""
+    runtimes = [n for n in needed(path) if n.startswith("libcudart.so")]
+    for soname in runtimes:
+        if not _loaded(soname):
+            _load_first(_wheel_runtimes(soname))
     try:
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError as e:
-        m = _NEEDS.search(str(e))
-        if not m or "cannot open shared object" not in str(e):
+        missing = [n for n in runtimes if n in str(e)]
+        if not missing or "cannot open shared object" not in str(e):
             raise
-        soname = m.group(1)
-    tried = []
-    for cand in _runtime_candidates(soname):
-        if cand in tried or not os.path.isfile(cand):
-            continue
-        tried.append(cand)
-        try:
-            ctypes.CDLL(cand, mode=ctypes.RTLD_GLOBAL)
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        except OSError:
-            continue
+    soname = missing[0]
+    if _load_first(_toolkit_runtimes(soname)):
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    places = sorted({os.path.dirname(os.path.dirname(c)) for c in _toolkit_runtimes(soname)})
     raise RuntimeNotFoundError(
-        f"cca: no CUDA runtime found: libcca needs {soname}, which this process has not loaded and which is not on "
-        f"the loader's path, in an NVIDIA runtime wheel (pip install nvidia-cuda-runtime), $CUDA_PATH/lib64 or "
-        f"/usr/local/cuda/lib64")
+        f"cca: no CUDA runtime found: libcca needs {soname}, which this process has not loaded and which is not in "
+        f"an NVIDIA runtime wheel here (pip install nvidia-cuda-runtime), on the loader's path or in "
+        f"{' or '.join(places)}")
 
 
 def _declare(lib):

@@ -172,9 +172,13 @@ def memory_summary(device=None, abbreviated=False):
 
 def memory_snapshot():
     """torch.cuda.memory_snapshot(): every segment of every device cca uses,
-    with its blocks, in torch's layout (list of dicts)."""
+    with its blocks, in torch's layout (list of dicts). With no allocator
+    yet, [] where the runtime has a device, else its error (no driver)."""
     segs = []
-    for _, a in _core.existing_allocators():
+    found = _core.existing_allocators()
+    if not found:
+        _core.device_index(None)
+    for _, a in found:
         segs.extend(json.loads(_core.text_of(_lib.lib().cca_snapshot_json, a))["segments"])
     return segs
 

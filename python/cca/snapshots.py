@@ -131,6 +131,8 @@ def snapshot():
     (cca_snapshot_json_history), so every event's segment is in the
     snapshot or was returned in the trace."""
     found = _core.existing_allocators()
+    if not found:
+        _core.device_index(None)                      # no driver or GPU: says so, as every call does
     n = max([_device_count()] + [d + 1 for d, _ in found])
     segs, traces = [], [[] for _ in range(n)]
     for d, a in found:

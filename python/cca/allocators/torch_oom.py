@@ -68,7 +68,10 @@ def load(torch):
     src = source_path()
     if not os.path.isfile(src):
         return None, f"{SOURCE} is not beside {os.path.basename(_lib.hooks_path())} ({os.path.dirname(src)})"
-    tdir = os.path.dirname(os.path.realpath(torch.__file__))
+    tfile = getattr(torch, "__file__", None)
+    if not tfile:
+        return None, "this torch has no folder (torch.__file__)"
+    tdir = os.path.dirname(os.path.realpath(tfile))
     inc, libdir = os.path.join(tdir, "include"), os.path.join(tdir, "lib")
     if not os.path.isfile(os.path.join(inc, "c10", "util", "Exception.h")):
         return None, f"this torch has no C++ headers ({inc})"
