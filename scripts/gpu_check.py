@@ -11,7 +11,8 @@ expandable_segments:True, like with like. Writes OUTDIR/PART_expandable.json.
 
   maps           one CUDA runtime in the process (/proc/self/maps) with torch and cca
   keys           cca's memory_stats() keys and snapshot fields against native torch's
-  oom            an OOM under a cap caught as torch.cuda.OutOfMemoryError (or RuntimeError), with a verdict
+  oom            an OOM under a cap caught as torch.OutOfMemoryError (RuntimeError where install() could not build
+                 torch's exception: it says so), torch's first line then cca's report, with a verdict
   record_stream  a tensor used on a side stream is not reused before that stream's work is done
   latency        alloc+free through the hook against torch's native allocator
   train          a small transformer, varying sequence lengths, one fresh process per variant: native, cca,
@@ -22,6 +23,9 @@ expandable_segments:True, like with like. Writes OUTDIR/PART_expandable.json.
                  multistream and mixed, cca's defaults beside --cca x=expandable_segments:True; no row may fail
                  or fail cca's check (runs on the simulated device too)
   cupy           CuPy on a non-default stream and torch sharing one cca cache (needs cupy)
+  cupy_runtime   CuPy's own (static) CUDA runtime beside libcca's: whether CuPy links it statically, and that
+                 the driver's pointers and streams are shared - CuPy kernels on CuPy's stream read and write
+                 memory cca allocated, on segments of that stream (needs cupy; no torch)
   numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
   tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
   frameworks     the frameworks tier's programs (python/tests/frameworks/programs.py) under torch's allocator
@@ -135,21 +139,29 @@ if PART == "keys":
 
 if PART == "oom":
     torch = need_torch()
+    import re
+    import warnings
     import cca
     import cca.allocators.torch as ct
-    ct.install(conf=with_conf("memory_limit_mb:1024"))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ct.install(conf=with_conf("memory_limit_mb:1024"))
+    warned = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
     caught, kind = None, None
     try:
         torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
-    except torch.cuda.OutOfMemoryError as e:
-        caught, kind = str(e), "torch.cuda.OutOfMemoryError"
+    except torch.OutOfMemoryError as e:
+        caught, kind = str(e), "torch.OutOfMemoryError"
     except RuntimeError as e:
         caught, kind = str(e), "RuntimeError"
     r = cca.last_oom()
-    ok = caught is not None and caught.startswith("CUDA out of memory.") and r is not None and r.verdict == "cap"
-    want = "torch.cuda.OutOfMemoryError" if ct.throws_torch_oom() else "RuntimeError"
-    emit("ok" if ok and kind == want else "failed", exception=kind, expected=want, verdict=r and r.verdict,
-         message=(caught or "")[:600])
+    first = (caught or "").split("\n")[0]
+    ok = bool(re.match(r"CUDA out of memory\. Tried to allocate 2\.00 GiB\. GPU [0-9]+ has a total capacity of "
+                       r"[0-9.]+ GiB of which [0-9.]+ (GiB|MiB|KiB|bytes) is free\. 1024\.00 MiB allowed; Of the allocated memory", first))
+    ok = ok and r is not None and r.verdict == "cap" and str(r).split("\n")[0] in (caught or "")
+    want = "torch.OutOfMemoryError" if ct.throws_torch_oom() else "RuntimeError"
+    emit("ok" if ok and kind == want and (want == "torch.OutOfMemoryError") == (not warned) else "failed",
+         exception=kind, expected=want, warned=warned, verdict=r and r.verdict, message=(caught or "")[:900])
 
 if PART == "record_stream":
     torch = need_torch()
@@ -306,6 +318,38 @@ after = cca.memory_allocated(0)
 print(json.dumps({"torch_bytes": base, "with_cupy": with_cupy, "after_cupy_freed": after,
                   "cupy_stream": int(s.ptr), "segment_streams": streams, "ok": with_cupy > base and after < with_cupy
                   and int(s.ptr) in streams}))
+'''
+    r = run_child(code)
+    emit("ok" if r.pop("ok") else "failed", **r)
+
+if PART == "cupy_runtime":
+    if MODE != "cuda":
+        emit("skipped", reason="simulated device: CuPy needs a GPU")
+    try:
+        import cupy  # noqa: F401
+    except Exception as e:                            # noqa: BLE001
+        emit("skipped", reason="cupy not importable: %s" % e)
+    code = r'''
+import glob, json, os
+import cupy, cupy_backends
+import cca, cca.allocators.cupy
+from cca import _lib
+mods = glob.glob(os.path.join(os.path.dirname(cupy_backends.__file__), "cuda", "api", "runtime*.so"))
+static = bool(mods) and not any(n.startswith("libcudart") for n in _lib.needed(mods[0]))
+cca.allocators.cupy.install()
+s = cupy.cuda.Stream(non_blocking=True)
+with s:
+    x = cupy.arange(1 << 22, dtype=cupy.float32)      # 16 MiB from cca, written by a CuPy kernel on s
+    y = x * 2 + 1                                     # read and written on s
+    total = int(y.astype(cupy.int64).sum())           # exact: every value is an integer below 2**24
+s.synchronize()
+want = (1 << 22) ** 2                                 # the sum of the first 2**22 odd numbers
+segs = [g for g in cca.memory_snapshot() if any(b["state"] == "active_allocated" for b in g["blocks"])]
+maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libcudart" in l})
+print(json.dumps({"cupy_runtime_static": static, "cupy_runtime_module": mods[0] if mods else None,
+                  "sum": total, "sum_expected": want, "segment_streams": sorted({g["stream"] for g in segs}),
+                  "cupy_stream": int(s.ptr), "libcudart_mapped": maps,
+                  "ok": total == want and int(s.ptr) in {g["stream"] for g in segs}}))
 '''
     r = run_child(code)
     emit("ok" if r.pop("ok") else "failed", **r)
