@@ -22,6 +22,7 @@ which a plugged allocator cannot answer; install() warns).
 """
 
 import ctypes
+import functools
 import warnings
 
 import cca
@@ -90,12 +91,30 @@ def install(conf=None, patch_torch=True):
     return alloc
 
 
+# What torch answers itself before CUDA starts (no tensor on the GPU yet, or
+# no GPU): {} and zeros, creating nothing. Until then these patched
+# functions are torch's own; after, cca's. (torch's memory_summary, like
+# the rest, starts CUDA itself: those are cca's from the start.)
+_TORCH_UNTIL_CUDA = ("memory_stats", "memory_stats_as_nested_dict", "memory_allocated", "max_memory_allocated",
+                     "memory_reserved", "max_memory_reserved")
+
+
+def _until_cuda(torch, own, fn):
+    @functools.wraps(fn)
+    def answer(*args, **kwargs):
+        if not torch.cuda.is_initialized():
+            return own(*args, **kwargs)
+        return fn(*args, **kwargs)
+    return answer
+
+
 def _patch(torch):
     for name in _PATCHED:
         fn = getattr(cca, name)
         for mod in (torch.cuda.memory, torch.cuda):
             if hasattr(mod, name):
-                setattr(mod, name, fn)
+                own = getattr(mod, name)
+                setattr(mod, name, _until_cuda(torch, own, fn) if name in _TORCH_UNTIL_CUDA else fn)
 
 
 _warned = []
