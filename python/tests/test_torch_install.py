@@ -100,6 +100,7 @@ def test_install_wires_every_hook_and_answers_torchs_functions(installer, sim):
     free = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)(alloc.free)
     p = malloc(5 * MiB, d, None)
     assert p
+    torch.cuda.is_initialized = lambda: True          # torch has started CUDA by the time it allocates
     for m in (torch.cuda, torch.cuda.memory):
         assert m.memory_allocated(d) == 5 * MiB
         assert m.memory_stats(d)["allocation.all.current"] == 1
