@@ -104,7 +104,8 @@ def test_install_wires_every_hook_and_answers_torchs_functions(installer, sim):
     for m in (torch.cuda, torch.cuda.memory):
         assert m.memory_allocated(d) == 5 * MiB
         assert m.memory_stats(d)["allocation.all.current"] == 1
-        assert m.max_memory_allocated is cca.max_memory_allocated
+        assert m.max_memory_allocated.__wrapped__ is cca.max_memory_allocated   # torch's own until CUDA starts
+        assert m.memory_summary is cca.memory_summary
     free(p, 5 * MiB, d, None)
     assert torch.cuda.memory_allocated(d) == 0
     assert mod.install() is alloc, "a second install is the first one"
