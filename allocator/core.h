@@ -58,8 +58,10 @@ static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_repor
 /* errors.c */
 cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CCA_ERROR_CUDA for a failed runtime call (e its cudaError_t): the text
- * as given, after "no CUDA driver or GPU found: " where e says so
- * (cudaErrorInsufficientDriver, cudaErrorNoDevice, cudaErrorStubLibrary). */
+ * as given, after "no CUDA driver or GPU found" where e says so
+ * (cudaErrorNoDevice, cudaErrorStubLibrary; cudaErrorInsufficientDriver and
+ * cudaErrorSystemDriverMismatch, which also mean a driver too old for, or
+ * not matching, the runtime, add so). */
 cca_status_t _cca_fail_cuda(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void         _cca_clear_error(void);
 void         _cca_clear_error_text(void);             /* cca_last_error_string() is "" again */

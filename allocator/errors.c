@@ -49,10 +49,15 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
 
 cca_status_t _cca_fail_cuda(int e, const char *fmt, ...)
 {
-    static const char nodrv[] = "no CUDA driver or GPU found: ";
-    bool none = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorStubLibrary;
-    size_t at = none ? sizeof nodrv - 1 : 0;
-    if (none) memcpy(last_error, nodrv, at);
+    /* cudaErrorInsufficientDriver is also what a runtime without any driver
+     * says; cudaErrorSystemDriverMismatch follows a driver upgrade without a
+     * reboot. Both name the other cause too. */
+    const char *lead = e == cudaErrorNoDevice || e == cudaErrorStubLibrary ? "no CUDA driver or GPU found: "
+                       : e == cudaErrorInsufficientDriver || e == cudaErrorSystemDriverMismatch
+                           ? "no CUDA driver or GPU found (or a driver older than, or not matching, this CUDA runtime): "
+                           : "";
+    size_t at = strlen(lead);
+    memcpy(last_error, lead, at);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error + at, sizeof last_error - at, fmt, ap);

@@ -60,6 +60,7 @@ int main(int argc, char **argv)
         }
     }
     void (*no_driver)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "cca_sim_set_no_driver");
+    int checked = 0;
     for (int i = 1; i < argc; i++) {
         void *h = dlopen(argv[i], RTLD_NOW | RTLD_GLOBAL);
         current_device = h ? (current_device_fn)dlsym(h, "cca_current_device") : NULL;
@@ -74,7 +75,9 @@ int main(int argc, char **argv)
                 bad = 1;
                 break;
             }
-            if (strncmp(seen, "5:no CUDA driver or GPU found: cca_current_device: ", 51) != 0) {
+            static const char want[] = "5:no CUDA driver or GPU found (or a driver older than, or not matching, this "
+                                       "CUDA runtime): cca_current_device: ";
+            if (strncmp(seen, want, sizeof want - 1) != 0) {
                 printf("FAIL %s: thread %d's first error text is \"%s\"\n", argv[i], t, seen);
                 bad = 1;
                 break;
@@ -85,7 +88,13 @@ int main(int argc, char **argv)
         else {
             printf("ok   %s: each new thread's first error text is whole (\"%.60s...\")\n", argv[i], seen + 2);
             passed++;
+            checked++;
         }
+    }
+    if (!checked) {
+        printf("FAIL: no library gave cca_current_device and the simulator's cca_sim_set_no_driver: "
+               "the first-error-text check did not run\n");
+        failed++;
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

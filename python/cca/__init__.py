@@ -23,7 +23,7 @@ binding; ``cca.allocators`` installs cca into torch, CuPy and Numba.
 
 from ._core import CcaError, OutOfMemoryError
 from ._lib import RuntimeNotFoundError
-from ._version import __version__  # noqa: F401 - re-exported outside __all__, which is unchanged
+from ._version import __version__  # noqa: F401 - re-exported outside __all__
 from .memory import (check, config_keys, configure, empty_cache, expandable_stats, fragmentation,
                      get_per_process_memory_fraction, max_memory_allocated, max_memory_reserved, mem_get_info,
                      memory_allocated, memory_reserved, memory_snapshot, memory_stats, memory_stats_as_nested_dict,

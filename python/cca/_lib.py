@@ -5,10 +5,11 @@ the simulated build), then ``libcca.so`` beside this package. libcca names
 the CUDA runtime by soname only (``libcudart.so.13``, no path): it binds to
 the one the process already has (torch's, a program's). Where the process
 has none yet, this environment's NVIDIA runtime wheel's is loaded
-(``nvidia/cu13/lib``: the one torch would load; cuda-pathfinder's when
-installed), else the one the loader finds, else ``$CUDA_PATH``'s (default
-``/usr/local/cuda``); with none of them, ``RuntimeNotFoundError`` says so
-in one sentence. Loading
+(``nvidia/cu13/lib``, the one beside torch first; cuda-pathfinder's when
+installed), else the one the loader finds, else ``$CUDA_PATH``'s or
+``$CUDA_HOME``'s (default ``/usr/local/cuda``); with none of them, or with
+a runtime of another major version already in the process,
+``RuntimeNotFoundError`` says so in one sentence. Loading
 happens on first use, so ``import cca`` works on a machine without CUDA.
 
 Every struct comes from the layouts the library exports
@@ -95,7 +96,7 @@ def needed(path):
     try:
         with open(path, "rb") as f:
             data = f.read()
-        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             return []
         phoff, = _struct.unpack_from("<Q", data, 0x20)
         phentsize, phnum = _struct.unpack_from("<HH", data, 0x36)
@@ -119,24 +120,35 @@ def needed(path):
                 strtab = val
         base = next(o + strtab - v for v, o, n in loads if v <= strtab < v + n)
         return [data[base + n:data.index(b"\0", base + n)].decode() for n in names]
-    except (OSError, _struct.error, StopIteration, TypeError, ValueError):
+    except (OSError, _struct.error, StopIteration, TypeError, ValueError, IndexError):
         return []
 
 
-def _loaded(soname):
-    """Whether this process has a library of that soname (made global if so)."""
+def _loaded(soname, promote=True):
+    """Whether this process has a library of that soname (made global if promote)."""
     try:
-        ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+        ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | (ctypes.RTLD_GLOBAL if promote else ctypes.RTLD_LOCAL))
         return True
     except OSError:
         return False
 
 
 def _wheel_runtimes(soname):
-    """This environment's NVIDIA runtime wheel's copies of soname, best first."""
-    for entry in sys.path:
+    """This environment's NVIDIA runtime wheel's copies of soname, best
+    first: the one beside torch (what torch loads), then those of the
+    other entries of sys.path, then cuda-pathfinder's."""
+    dirs = []
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("torch")      # finds, does not import
+        if spec and spec.origin:
+            dirs.append(os.path.dirname(os.path.dirname(os.path.realpath(spec.origin))))
+    except (ImportError, ValueError):
+        pass
+    dirs += [e for e in sys.path if e and os.path.isabs(e)]
+    for d in dirs:
         for sub in ("cu13", "cuda_runtime", "cu12"):
-            yield os.path.join(entry or ".", "nvidia", sub, "lib", soname)
+            yield os.path.join(d, "nvidia", sub, "lib", soname)
     try:
         from cuda import pathfinder  # type: ignore
         found = pathfinder.load_nvidia_dynamic_lib("cudart")
@@ -168,9 +180,19 @@ def _load_first(cands):
 def _open(path):
     """libcca, loaded globally, bound to one CUDA runtime per process: the
     one this process has already loaded (torch's, a program's); else this
-    environment's NVIDIA runtime wheel's (the one torch would load); else
-    the one the loader finds; else CUDA_PATH's (default /usr/local/cuda)."""
+    environment's NVIDIA runtime wheel's (the one beside torch first); else
+    the one the loader finds; else CUDA_PATH's or CUDA_HOME's (default
+    /usr/local/cuda). A process holding a runtime of another major version
+    is told so: loading ours would make two."""
     runtimes = [n for n in needed(path) if n.startswith("libcudart.so")]
+    others = [f"libcudart.so.{n}" for n in range(10, 20) if f"libcudart.so.{n}" not in runtimes]
+    other = next((o for o in others if _loaded(o, promote=False)), None)
+    if other and runtimes and not _loaded(runtimes[0], promote=False):
+        raise RuntimeNotFoundError(
+            f"cca: this process's CUDA runtime is {other} (torch's, or a program's) and this cca was built for "
+            f"{runtimes[0]}, which would be a second runtime: reinstall cca against {other} (pip install . "
+            f"-Csetup-args=-Dcudart_root=<the NVIDIA runtime wheel's nvidia/cuda_runtime, or a toolkit, of that "
+            f"version>)")
     for soname in runtimes:
         if not _loaded(soname):
             _load_first(_wheel_runtimes(soname))

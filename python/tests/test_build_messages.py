@@ -18,6 +18,6 @@ def test_no_cuda_runtime_is_one_sentence(tmp_path):
     line = [ln for ln in (r.stdout + r.stderr).split("\n") if "ERROR:" in ln]
     assert len(line) == 1, r.stdout[-2000:]
     msg = line[0].split("ERROR: ", 1)[1]
-    assert msg == ("Problem encountered: no CUDA runtime headers found (looked in: %s): install torch or the NVIDIA "
-                   "runtime wheel (pip install nvidia-cuda-runtime), a CUDA toolkit, or set CUDA_PATH"
-                   % (tmp_path / "nowhere"))
+    assert msg == ("Problem encountered: no CUDA runtime headers found (cuda_runtime_api.h and crt/host_defines.h; "
+                   "looked in: %s): install the NVIDIA runtime wheels (pip install nvidia-cuda-runtime "
+                   "nvidia-cuda-crt) or a CUDA toolkit, or set CUDA_PATH" % (tmp_path / "nowhere"))

@@ -26,7 +26,7 @@ import functools
 import warnings
 
 import cca
-from cca import _lib
+from cca import _core, _lib
 from . import torch_oom
 
 _installed = None                                     # keeps every ctypes object alive
@@ -92,8 +92,9 @@ def install(conf=None, patch_torch=True):
 
 
 # What torch answers itself before CUDA starts (no tensor on the GPU yet, or
-# no GPU): {} and zeros, creating nothing. Until then these patched
-# functions are torch's own; after, cca's. (torch's memory_summary, like
+# no GPU): {} and zeros, creating nothing. Until then - while no framework
+# has allocated from cca either - these patched functions are torch's own;
+# after, cca's. (torch's memory_summary, like
 # the rest, starts CUDA itself: those are cca's from the start.)
 _TORCH_UNTIL_CUDA = ("memory_stats", "memory_stats_as_nested_dict", "memory_allocated", "max_memory_allocated",
                      "memory_reserved", "max_memory_reserved")
@@ -102,7 +103,7 @@ _TORCH_UNTIL_CUDA = ("memory_stats", "memory_stats_as_nested_dict", "memory_allo
 def _until_cuda(torch, own, fn):
     @functools.wraps(fn)
     def answer(*args, **kwargs):
-        if not torch.cuda.is_initialized():
+        if not torch.cuda.is_initialized() and not _core.existing_allocators():   # CuPy or Numba may use cca first
             return own(*args, **kwargs)
         return fn(*args, **kwargs)
     return answer

@@ -99,3 +99,28 @@ def test_without_a_compiler_install_warns_once_and_an_oom_is_a_runtime_error(tmp
     assert check_text(res) == "RuntimeError"
     assert not os.path.exists(tmp_path / "torch-oom") or not any(
         f.endswith(".so") for _, _, fs in os.walk(tmp_path / "torch-oom") for f in fs)
+
+
+def test_the_cache_survives_what_users_do(tmp_path):
+    """CXX with arguments builds; a warm cache needs no compiler; a cached
+    library that is garbage is built again; an unwritable cache builds for
+    the process alone. Each time the OOM is torch's."""
+    res = run(tmp_path, CXX="g++ -O0")
+    assert res["warned"] == [] and check_text(res) == "torch.OutOfMemoryError"
+    (built,) = os.listdir(tmp_path / "torch-oom")
+    lib = tmp_path / "torch-oom" / built / "libcca_torch_oom.so"
+    assert os.stat(lib).st_mode & 0o755 == 0o755, oct(os.stat(lib).st_mode)   # others sharing the cache load it
+    res = run(tmp_path, CXX=str(tmp_path / "no-such-c++"))    # warm: nothing to build
+    assert res["warned"] == [] and check_text(res) == "torch.OutOfMemoryError"
+    lib.write_bytes(b"not a library")
+    res = run(tmp_path)
+    assert res["warned"] == [] and check_text(res) == "torch.OutOfMemoryError"
+    assert lib.read_bytes()[:4] == b"\x7fELF", "the broken entry was replaced"
+    lib.write_bytes(b"not a library")
+    res = run(tmp_path, CXX=str(tmp_path / "no-such-c++"))
+    assert len(res["warned"]) == 1 and "does not load" in res["warned"][0] and "no C++ compiler" in res["warned"][0]
+    assert check_text(res) == "RuntimeError"
+    ro = tmp_path / "ro"
+    ro.write_text("a file, not a folder")                    # nothing can be made under it
+    res = run(ro)
+    assert res["warned"] == [] and check_text(res) == "torch.OutOfMemoryError"
