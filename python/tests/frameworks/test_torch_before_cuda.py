@@ -33,3 +33,26 @@ def test_before_cuda_starts_torchs_answers_and_nothing_created():
     assert b["initialized"] is False and b["allocators"] == 0
     assert a["allocators"] == 1 and a["allocated"] == a["cca_allocated"] == 4 << 20
     assert a["reserved"] == 20 << 20 and a["stats_keys"] >= 122
+
+
+SHARED = r"""
+import ctypes, json
+import torch
+import cca, cca._core, cca._lib
+import cca.allocators.torch as ct
+ct.install()
+a = cca._core.allocator(0)                            # another framework (CuPy, Numba) allocates through cca first
+p = ctypes.c_void_p()
+assert cca._lib.lib().cca_malloc(a, ctypes.byref(p), 3 << 20, None) == 0
+print(json.dumps({"initialized": torch.cuda.is_initialized(), "allocated": torch.cuda.memory_allocated(0),
+                  "cca": cca.memory_allocated(0)}))
+"""
+
+
+def test_before_cuda_starts_another_frameworks_bytes_are_counted():
+    """torch has not started CUDA, but cca already serves another framework:
+    torch's functions then answer from cca (one cache for every framework)."""
+    r = subprocess.run([sys.executable, "-c", SHARED], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().split("\n")[-1])
+    assert out == {"initialized": False, "allocated": 3 << 20, "cca": 3 << 20}
