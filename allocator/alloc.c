@@ -61,17 +61,26 @@ static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 
 /* ---- allocation -------------------------------------------------------- */
 
+/* Set by cca_malloc_try for its call: an out-of-memory is only returned.
+ * Read on the out-of-memory path alone. */
+static _Thread_local bool alloc_tentative;
+
 /* Host memory ran out (metadata): an out-of-memory too, but not the
  * device's; counted, no device report. */
 static cca_status_t alloc_fail_host(cca_allocator_t *a, const char *what)
 {
-    a->stats.num_ooms++;
+    if (!alloc_tentative) a->stats.num_ooms++;
     return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
 }
 
 /* Out of memory: count it, report it, leave everything else as it was. */
 static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
+    if (alloc_tentative) {                            /* cca_malloc_try: the caller asks again */
+        _cca_reap_pending(a);
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %zu bytes on device %d%s",
+                         ctx->requested, a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
+    }
     a->stats.num_ooms++;
     if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
     _cca_reap_pending(a);                             /* a retired stream's block that came back: the figures without it */
@@ -200,7 +209,15 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     cca_stream_t *served = NULL;
     cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served);
     alloc_unlock_all_changed(a, served);
-    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0)) a->acct.ops->after_oom(a);
+    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !alloc_tentative) a->acct.ops->after_oom(a);
+    return s;
+}
+
+cca_status_t cca_malloc_try(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
+{
+    alloc_tentative = true;
+    cca_status_t s = cca_malloc(a, ptr, size, stream);
+    alloc_tentative = false;
     return s;
 }
 

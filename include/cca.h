@@ -205,6 +205,16 @@ CCA_API void cca_destroy(cca_allocator_t *a);
  * cap) allows it; the allocator's other allocations are unaffected. */
 CCA_API cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream);
 
+/* cca_malloc for a caller that, on an out-of-memory, frees memory of its
+ * own and asks again (CuPy and Numba run the garbage collector or flush
+ * deferred frees): the same search, release-and-retry and result, but an
+ * out-of-memory is only returned - CCA_ERROR_OUT_OF_MEMORY and the thread's
+ * text - not counted (num_ooms), not delivered (OOM callbacks, watches), not
+ * in the history, and no OOM report is made (the thread's last one is
+ * cleared, as any out-of-memory does). The caller's next cca_malloc is the
+ * one that counts: one failed allocation, one OOM. */
+CCA_API cca_status_t cca_malloc_try(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream);
+
 /* Frees a pointer from cca_malloc, from any thread (its block is found
  * through the allocator's address map, never by scanning); NULL is a
  * no-op. The block is reusable at once on its own stream, on others once

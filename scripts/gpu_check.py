@@ -26,7 +26,8 @@ expandable_segments:True, like with like. Writes OUTDIR/PART_expandable.json.
   cupy_runtime   CuPy's own (static) CUDA runtime beside libcca's: whether CuPy links it statically, and that
                  the driver's pointers and streams are shared - CuPy kernels on CuPy's stream read and write
                  memory cca allocated, on segments of that stream (needs cupy; no torch)
-  numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba (needs numba)
+  numba          Numba through NUMBA_CUDA_MEMORY_MANAGER=cca.allocators.numba, with a real kernel writing the
+                 memory cca gave (needs numba)
   tags           loss.backward() under cca.tag: the gradients autograd's own thread allocates carry the tag
   frameworks     the frameworks tier's programs (python/tests/frameworks/programs.py) under torch's allocator
                  and cca, default and expandable: memory_stats and the history identical, expandable peak
@@ -369,12 +370,24 @@ a = cuda.device_array(1 << 20, dtype="float32")       # 4 MiB through the EMM pl
 during = cca.memory_allocated(0)
 info = cuda.current_context().get_memory_info()
 free, total = cca.mem_get_info(0)
+
+
+@cuda.jit
+def fill(x):                                          # a real kernel writing cca's memory
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = 2 * i + 1
+
+
+fill[(a.size + 255) // 256, 256](a)
+host = a.copy_to_host()
+kernel_ok = bool(host[0] == 1 and host[-1] == 2 * (a.size - 1) + 1 and int(host.astype("int64").sum()) == a.size ** 2)
 del a
 import gc; gc.collect()
 cuda.current_context().deallocations.clear()
 after = cca.memory_allocated(0)
 print(json.dumps({"before": before, "during": during, "after": after, "info_total": info.total, "total": total,
-                  "ok": during - before >= 4 << 20 and info.total == total}))
+                  "kernel_ok": kernel_ok, "ok": during - before >= 4 << 20 and info.total == total and kernel_ok}))
 '''
     r = run_child(code, env={"NUMBA_CUDA_MEMORY_MANAGER": "cca.allocators.numba"})
     emit("ok" if r.pop("ok") else "failed", **r)

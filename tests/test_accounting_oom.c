@@ -385,3 +385,57 @@ Test(oom_report, a_callbacks_own_failure_leaves_the_threads_report_alone)
     free_ok(a, p);
     finish(a);
 }
+
+/* cca_malloc_try: an out-of-memory the caller will ask about again (after
+ * freeing memory of its own) is not counted, delivered or recorded; the
+ * cca_malloc after it is, once. */
+static int tries_seen;
+static void count_oom(const cca_oom_report_t *r, void *arg)
+{
+    (void)r;
+    (void)arg;
+    tries_seen++;
+}
+
+static int history_ooms(const cca_history_entry_t *e, void *arg)
+{
+    if (e->action == CCA_HISTORY_OOM) ++*(int *)arg;
+    return 0;
+}
+
+Test(oom_report, a_tentative_failure_is_not_an_oom)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    tries_seen = 0;
+    cr_assert_eq(cca_set_oom_callback(a, count_oom, NULL), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    void *p = NULL;
+    cr_assert_eq(cca_malloc_try(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_null(p);
+    cr_assert(strstr(cca_last_error_string(), "out of memory allocating 134217728 bytes") != NULL, "%s",
+              cca_last_error_string());
+    cca_oom_report_t r;
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_NONE, "no report for a tentative failure");
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_ooms, 0);
+    cr_assert_eq(tries_seen, 0);
+    int ooms_in_history = 0;
+    cr_assert_eq(cca_history_walk(a, history_ooms, &ooms_in_history, NULL), CCA_OK);
+    cr_assert_eq(ooms_in_history, 0, "no OOM in the history");
+    char *q = alloc_ok(a, 8 * MiB, NULL);             /* the allocator serves on */
+    cr_assert_eq(cca_malloc(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(stats_of(a).num_ooms, 1, "the real attempt counts, once");
+    cr_assert_eq(tries_seen, 1);
+    ooms_in_history = 0;
+    cr_assert_eq(cca_history_walk(a, history_ooms, &ooms_in_history, NULL), CCA_OK);
+    cr_assert_eq(ooms_in_history, 1);
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_neq(r.verdict, CCA_OOM_NONE);
+    cr_assert_eq(cca_malloc_try(a, &p, 4 * MiB, NULL), CCA_OK, "a tentative success is a success");
+    free_ok(a, p);
+    free_ok(a, q);
+    check_ok(a);
+    finish(a);
+}

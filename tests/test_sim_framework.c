@@ -1123,3 +1123,28 @@ Test(sim_framework, reset_keeping_handles_keeps_streams_events_and_mappings)
     cr_assert_eq(cudaStreamQuery(s), cudaErrorInvalidResourceHandle, "the stream kept above is gone");
     cr_assert(!cca_sim_accessible((const void *)va, g2));
 }
+
+/* numba-cuda names its devices by UUID (cuDeviceGetUuid_v2, through the
+ * NVIDIA bindings' cuGetProcAddress): the 16 bytes the runtime's device
+ * properties give, per device. */
+Test(sim_framework, device_uuid_is_the_runtimes)
+{
+    cca_sim_set_device_count(2);
+    for (int d = 0; d < 2; d++) {
+        CUuuid u;
+        cr_assert_eq(cuDeviceGetUuid(&u, d), CUDA_SUCCESS);
+        struct cudaDeviceProp p;
+        cr_assert_eq(cudaGetDeviceProperties(&p, d), cudaSuccess);
+        cr_assert_eq(memcmp(u.bytes, p.uuid.bytes, 16), 0, "device %d", d);
+    }
+    CUuuid a, b;
+    cr_assert_eq(cuDeviceGetUuid(&a, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuDeviceGetUuid(&b, 1), CUDA_SUCCESS);
+    cr_assert_neq(memcmp(a.bytes, b.bytes, 16), 0, "devices differ");
+    cr_assert_eq(cuDeviceGetUuid(&a, 2), CUDA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(cuDeviceGetUuid(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    cr_assert_eq(cuGetProcAddress("cuDeviceGetUuid", &fn, CUDA_VERSION, 0, &q), CUDA_SUCCESS);
+    cr_assert_eq(fn, (void *)cuDeviceGetUuid);
+}

@@ -86,6 +86,18 @@ class OomReport:
     def __repr__(self):
         return "<cca.OomReport %s: %d bytes requested on device %d>" % (self.verdict, self.requested, self.device)
 
+    def __reduce__(self):                             # the raw report's bytes: it pickles whole, with the error
+        return (oom_report_from_bytes, (ctypes.string_at(ctypes.addressof(self._raw), ctypes.sizeof(self._raw)),))
+
+
+def oom_report_from_bytes(data):
+    """An OomReport from a cca_oom_report_t's bytes (a pickled report; a
+    shorter one, from an older cca, reads as zeros past its end)."""
+    cls = _lib.struct("cca_oom_report_t")
+    raw = cls()
+    ctypes.memmove(ctypes.addressof(raw), data, min(len(data), ctypes.sizeof(raw)))
+    return OomReport(raw)
+
 
 def thread_oom_report():
     """The calling thread's last out-of-memory report (an OomReport), None

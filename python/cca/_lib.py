@@ -220,6 +220,7 @@ def _declare(lib):
         "cca_default_existing": (st, [i, c.POINTER(vp)]),
         "cca_default_configure": (st, [c.c_char_p]),
         "cca_malloc": (st, [vp, c.POINTER(vp), sz, vp]),
+        "cca_malloc_try": (st, [vp, c.POINTER(vp), sz, vp]),
         "cca_free": (st, [vp, vp]),
         "cca_record_stream": (st, [vp, vp, vp]),
         "cca_empty_cache": (st, [vp]),

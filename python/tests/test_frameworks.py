@@ -1,15 +1,21 @@
 """CuPy's and Numba's adapters on the simulated device, against stand-in
-modules with the interfaces the adapters use (tests/standins; the real
-frameworks run in scripts/gpu-check): one cache with cca's other users,
-the current stream, the OOM errors each framework raises with cca's
-report, CuPy's CFunctionAllocator fast path, the pool methods, Numba's
-plugin variable."""
+modules with the interfaces the adapters use (tests/standins): one cache
+with cca's other users, the current stream, the OOM errors each framework
+raises with cca's report, CuPy's CFunctionAllocator fast path, the pool
+methods, Numba's plugin variable.
+
+Why stand-ins: CuPy's wheels link a CUDA runtime that cannot start on the
+simulated device (it needs the driver's private export tables), so its
+allocation paths are tested here; and Numba here is numba alone (its
+numba.core.config), where the frameworks tier runs the real numba-cuda
+(python/tests/frameworks/test_cupy_numba.py) and the GPU run both."""
 import ctypes
 import gc
 import importlib
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -23,6 +29,8 @@ STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 @pytest.fixture
 def standins(monkeypatch):
     monkeypatch.syspath_prepend(STANDINS)
+    # numba-cuda, where installed, redirects numba.cuda to itself: the stand-in is numba alone
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"])
     for name in list(sys.modules):
         if name.split(".")[0] in ("cupy", "numba") or name in ("cca.allocators.cupy", "cca.allocators.numba"):
             monkeypatch.delitem(sys.modules, name)
@@ -91,12 +99,24 @@ def test_cupy_oom_is_cupys_error_with_cca_report(standins, small):
     import cca.allocators.cupy as cc
     cc.install()
     cupy.cuda.Device.current = small
+    fired = []
+    handler = cca.on_oom(lambda r: fired.append(r.requested), device=small)
+    before = cca.memory_stats(small)["num_ooms"]
     with pytest.raises(cupy.cuda.memory.OutOfMemoryError) as ei:
         cupy.cuda.alloc(128 * MiB)
     err = ei.value
     assert err.size == 128 * MiB and err.cca_report is not None
     assert err.cca_report.requested == 128 * MiB
     assert "verdict" in str(err) or err.cca_report.verdict in str(err)
+    # the adapter collects garbage and asks again: still one failed allocation, one OOM, reported once
+    assert cca.memory_stats(small)["num_ooms"] == before + 1
+    for _ in range(100):
+        if fired:
+            break
+        time.sleep(0.02)
+    time.sleep(0.1)
+    assert fired == [128 * MiB]
+    handler.remove()
 
 
 def test_cupy_c_function_allocator_never_throws(standins, small, dev):

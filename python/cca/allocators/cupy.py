@@ -17,14 +17,16 @@ does not check that NULL (it would hand out a null device pointer), so
 ``c_function_allocator()`` wraps the CFunctionAllocator in one Python call
 that turns a NULL into CuPy's ``OutOfMemoryError``.
 
-``Pool`` answers CuPy's memory-pool questions from cca: ``used_bytes``,
-``total_bytes``, ``free_bytes``, ``free_all_blocks``, ``set_limit``,
-``get_limit``.
+``Pool`` answers what CuPy's ``MemoryPool`` offers from cca: ``malloc``,
+``used_bytes``, ``total_bytes``, ``free_bytes``, ``n_free_blocks``,
+``free_all_blocks``, ``free_all_free``, ``set_limit``, ``get_limit``. The
+OutOfMemoryError pickles with cca's text and report.
 """
 
 import ctypes
 import gc
 import sys
+import warnings
 
 import cca
 from cca import _core, _lib
@@ -51,11 +53,39 @@ class _Block:
             self.ptr = 0
 
 
+_oom_classes = {}
+
+
+def _oom_class(cupy):
+    """CuPy's OutOfMemoryError, extended with cca's report: ``.cca_report``
+    and its lines in the message, both kept when the error is pickled
+    (CuPy's own pickles as (size, total, limit) and loses them)."""
+    base = cupy.cuda.memory.OutOfMemoryError
+    cls = _oom_classes.get(base)
+    if cls is None:
+        class OutOfMemoryError(base):
+            __doc__ = _oom_class.__doc__
+
+            def __reduce__(self):
+                return (_rebuild_oom, (self._cca_args, self.args, self.cca_report))
+        OutOfMemoryError.__module__ = __name__
+        cls = _oom_classes[base] = OutOfMemoryError
+    return cls
+
+
+def _rebuild_oom(ctor_args, args, report):
+    err = _oom_class(_cupy())(*ctor_args)
+    err._cca_args, err.args, err.cca_report = ctor_args, tuple(args), report
+    return err
+
+
 def _oom_error(cupy, size, device, detail=None):
     """CuPy's OutOfMemoryError(size, total, limit) with cca's report: total
     is what cca has allocated on the device, limit cca's cap (0: none)."""
     report = _core.thread_oom_report()
-    err = cupy.cuda.memory.OutOfMemoryError(int(size), cca.memory_allocated(device), Pool(device).get_limit())
+    ctor = (int(size), cca.memory_allocated(device), Pool(device).get_limit())
+    err = _oom_class(cupy)(*ctor)
+    err._cca_args = ctor
     err.cca_report = report
     extra = str(report) if report is not None else detail
     if extra:
@@ -63,9 +93,10 @@ def _oom_error(cupy, size, device, detail=None):
     return err
 
 
-def _cca_malloc(a, size, handle):
+def _cca_malloc(a, size, handle, tentative=False):
     p = ctypes.c_void_p()
-    st = _lib.lib().cca_malloc(a, ctypes.byref(p), int(size), ctypes.c_void_p(handle) if handle else None)
+    fn = _lib.lib().cca_malloc_try if tentative else _lib.lib().cca_malloc
+    st = fn(a, ctypes.byref(p), int(size), ctypes.c_void_p(handle) if handle else None)
     return st, p.value
 
 
@@ -74,13 +105,15 @@ def malloc(size):
     cca, on CuPy's current device and stream. On an out-of-memory it runs
     the garbage collector and tries once more (as CuPy's own pool does:
     arrays held only by reference cycles are freed), then raises CuPy's
-    OutOfMemoryError with cca's report."""
+    OutOfMemoryError with cca's report. The first attempt is tentative
+    (cca_malloc_try): one failed allocation is one OOM, counted and
+    reported once."""
     cupy = _cupy()
     device = cupy.cuda.Device().id
     stream = cupy.cuda.get_current_stream()
     handle = int(getattr(stream, "ptr", 0) or 0)      # 0: the legacy default stream, as CuPy's null stream
     a = _core.allocator(device)
-    st, ptr = _cca_malloc(a, size, handle)
+    st, ptr = _cca_malloc(a, size, handle, tentative=True)
     oom = b"CCA_ERROR_OUT_OF_MEMORY"
     if st != 0 and _lib.lib().cca_status_string(st) == oom:
         gc.collect()
@@ -134,13 +167,25 @@ def c_function_allocator():
 
 
 class Pool:
-    """CuPy's memory-pool questions, answered by cca's allocator of a device
-    (None: the current one): used_bytes (allocated), total_bytes
-    (reserved), free_bytes (cached: reserved - allocated), free_all_blocks
-    (cca's empty_cache), set_limit / get_limit (cca's cap)."""
+    """CuPy's MemoryPool, answered by cca's allocator of a device (None: the
+    current one): malloc (a MemoryPointer from cca, on that device and
+    CuPy's current stream), used_bytes (allocated), total_bytes
+    (reserved), free_bytes (cached: reserved - allocated), n_free_blocks
+    (cca's cached free blocks on the device), free_all_blocks and
+    free_all_free (cca's empty_cache), set_limit / get_limit (cca's cap).
+    What does not apply: free_all_blocks(stream) frees every stream's
+    unused segments (cca gives whole segments back, not one stream's
+    blocks), and there is no per-pool identity - every Pool of a device is
+    cca's one cache of it."""
 
     def __init__(self, device=None):
         self.device = device
+
+    def malloc(self, size):
+        if self.device is None:
+            return malloc(size)
+        with _cupy().cuda.Device(self.device):
+            return malloc(size)
 
     def used_bytes(self):
         return cca.memory_allocated(self.device)
@@ -151,9 +196,20 @@ class Pool:
     def free_bytes(self):
         return self.total_bytes() - self.used_bytes()
 
+    def n_free_blocks(self):
+        """Free blocks cca caches on the device (CuPy: free chunks in the pool)."""
+        d = _core.device_index(self.device)
+        return sum(1 for seg in cca.memory_snapshot() if seg["device"] == d
+                   for b in seg["blocks"] if b["state"] == "inactive")
+
     def free_all_blocks(self, stream=None):
         del stream                                    # every device's unused segments go back
         cca.empty_cache()
+
+    def free_all_free(self):
+        """CuPy's deprecated name of free_all_blocks."""
+        warnings.warn("free_all_free is deprecated; use free_all_blocks instead", DeprecationWarning, stacklevel=2)
+        self.free_all_blocks()
 
     def set_limit(self, size=None, fraction=None):
         """As CuPy's: a byte limit or a fraction of the device (both None or

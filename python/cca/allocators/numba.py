@@ -19,6 +19,7 @@ message (``.cca_report``). Host (pinned, mapped) memory stays Numba's own.
 """
 
 import ctypes
+import importlib
 
 import cca
 from cca import _core, _lib
@@ -36,12 +37,26 @@ def _driver():
     return driver
 
 
+def _config():
+    """numba-cuda's configuration (numba.cuda.core.config), else Numba's
+    own (numba.core.config, numba alone), else None."""
+    for name in ("numba.cuda.core.config", "numba.core.config"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
 def _per_thread_default_stream():
-    try:
-        from numba.core import config
-        return bool(getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", False))
-    except ImportError:
-        return False
+    return bool(getattr(_config(), "CUDA_PER_THREAD_DEFAULT_STREAM", False))
+
+
+def _oom_code():
+    """CUDA_ERROR_OUT_OF_MEMORY as this Numba's errors carry it (the NVIDIA
+    bindings' enum under numba-cuda, else the integer)."""
+    binding = getattr(_driver(), "binding", None)
+    return getattr(getattr(binding, "CUresult", None), "CUDA_ERROR_OUT_OF_MEMORY", _CUDA_ERROR_OUT_OF_MEMORY)
 
 
 def _device_pointer(ptr):
@@ -71,16 +86,26 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
         self._allocator = _core.allocator(self._device)
 
     def memalloc(self, size):
+        """Device memory from cca. On an out-of-memory, Numba's deferred
+        frees are flushed and cca asked once more (as Numba's own manager
+        does); the first attempt is tentative (cca_malloc_try), so one
+        failed allocation is one OOM, counted and reported once."""
         if not hasattr(self, "_allocator"):
             self.initialize()
         p = ctypes.c_void_p()
         stream = _PER_THREAD if _per_thread_default_stream() else None
-        st = _lib.lib().cca_malloc(self._allocator, ctypes.byref(p), int(size), stream)
+        lib = _lib.lib()
+        st = lib.cca_malloc_try(self._allocator, ctypes.byref(p), int(size), stream)
+        if st != 0 and lib.cca_status_string(st) == b"CCA_ERROR_OUT_OF_MEMORY":
+            pending = getattr(self, "deallocations", None)
+            if pending is not None:
+                pending.clear()                       # Numba's deferred frees go back to cca first
+            st = lib.cca_malloc(self._allocator, ctypes.byref(p), int(size), stream)
         if st != 0:
-            name = _lib.lib().cca_status_string(st).decode()
+            name = lib.cca_status_string(st).decode()
             if name == "CCA_ERROR_OUT_OF_MEMORY":
                 report = _core.thread_oom_report()
-                err = _driver().CudaAPIError(_CUDA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %d bytes%s"
+                err = _driver().CudaAPIError(_oom_code(), "cca: out of memory allocating %d bytes%s"
                                              % (size, "\n" + str(report) if report is not None else ""))
                 err.cca_report = report
                 raise err
@@ -90,8 +115,10 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
                                    finalizer=_finalizer(self._allocator, ptr))
 
     def get_memory_info(self):
-        free, total = cca.mem_get_info(self._device if hasattr(self, "_device") else self.context.device.id)
-        cached = cca.memory_reserved(self._device) - cca.memory_allocated(self._device)
+        """free = the device's free bytes plus what cca holds cached; total = the device's."""
+        device = self._device if hasattr(self, "_device") else int(self.context.device.id)
+        free, total = cca.mem_get_info(device)
+        cached = cca.memory_reserved(device) - cca.memory_allocated(device)
         return _cuda.MemoryInfo(free=free + cached, total=total)
 
     @property
