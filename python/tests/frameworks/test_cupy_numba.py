@@ -10,9 +10,11 @@ simulated device, as far as each gets without a GPU.
   driver's private export tables (cuGetExportTable), which no stand-in can
   honestly give: it does not start here (checked below, so that this file
   says when that changes). What runs without it is tested here - the
-  installed allocator, CuPy's OutOfMemoryError with cca's report and its
-  pickling, the Pool methods that ask cca only; the allocation paths stay
-  with the stand-ins (python/tests/test_frameworks.py) and the GPU run."""
+  installed allocator, CuPy's own CFunctionAllocator over cca's C pair (made;
+  its malloc stops at CuPy's runtime), CuPy's OutOfMemoryError with cca's
+  report and its pickling, the Pool methods that ask cca only; the
+  allocation paths stay with the stand-ins (python/tests/test_frameworks.py)
+  and the GPU run."""
 import json
 import os
 import subprocess
@@ -114,6 +116,13 @@ try:
     out["runtime_starts"] = True
 except cupy.cuda.runtime.CUDARuntimeError as e:
     out["runtime_starts"] = str(e).split(":")[0]
+ca = cc.c_function_allocator()                      # CuPy's own CFunctionAllocator over the hooks' C pair
+out["cfa"] = [type(ca.allocator).__module__ + "." + type(ca.allocator).__name__, callable(ca.malloc)]
+try:
+    ca.malloc(1 << 20)                                # CuPy asks its runtime for the device first
+    out["cfa_malloc"] = "ran"
+except cupy.cuda.runtime.CUDARuntimeError as e:
+    out["cfa_malloc"] = str(e).split(":")[0]
 pool = cc.Pool(0)
 a = cca._core.allocator(0)
 lib = cca._lib.lib()
@@ -150,6 +159,8 @@ def test_cupy_as_far_as_its_runtime_allows():
     assert out["runtime_starts"] == "cudaErrorCallRequiresNewerDriver", \
         "CuPy's static runtime starts on the simulator now: move the stand-in allocation tests here"
     assert out["installed"] is True
+    assert out["cfa"] == ["cupy.cuda.memory.CFunctionAllocator", True]
+    assert out["cfa_malloc"] == "cudaErrorCallRequiresNewerDriver"   # as far as the C pair gets here
     # two 1 MiB blocks fill a 2 MiB small segment; the 3 MiB one, freed, merged back into its 20 MiB segment
     assert out["used"] == 2 << 20 and out["total"] == 22 << 20 and out["free"] == 20 << 20
     assert out["n_free"] == 1, out
