@@ -1148,3 +1148,22 @@ Test(sim_framework, device_uuid_is_the_runtimes)
     cr_assert_eq(cuGetProcAddress("cuDeviceGetUuid", &fn, CUDA_VERSION, 0, &q), CUDA_SUCCESS);
     cr_assert_eq(fn, (void *)cuDeviceGetUuid);
 }
+
+/* CUDA IPC is not simulated, but a binding that looks the driver up by name
+ * at start-up (numba's ctypes binding) finds it, failing with
+ * CUDA_ERROR_NOT_SUPPORTED - as through cuGetProcAddress. */
+Test(sim_framework, ipc_is_found_and_unsupported)
+{
+    CUipcMemHandle h;
+    memset(&h, 0, sizeof h);
+    CUdeviceptr p = 0;
+    cr_assert_eq(cuIpcGetMemHandle(&h, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuIpcOpenMemHandle(&p, h, 0), CUDA_ERROR_NOT_SUPPORTED);   /* cuda.h: cuIpcOpenMemHandle_v2 */
+    cr_assert_eq(cuIpcCloseMemHandle(0), CUDA_ERROR_NOT_SUPPORTED);
+    typedef CUresult (*ipc_fn)(void *, void *, unsigned int);
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    cr_assert_eq(cuGetProcAddress("cuIpcOpenMemHandle", &fn, CUDA_VERSION, 0, &q), CUDA_SUCCESS);
+    cr_assert_eq(((ipc_fn)fn)(NULL, NULL, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_DRIVER_UNSUPPORTED), 4);
+}

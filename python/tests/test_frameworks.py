@@ -1,14 +1,14 @@
-"""CuPy's and Numba's adapters on the simulated device, against stand-in
-modules with the interfaces the adapters use (tests/standins): one cache
-with cca's other users, the current stream, the OOM errors each framework
-raises with cca's report, CuPy's CFunctionAllocator fast path, the pool
-methods, Numba's plugin variable.
+"""CuPy's adapter on the simulated device, against a stand-in module with
+the interfaces the adapter uses (tests/standins): one cache with cca's
+other users, the current stream, CuPy's OutOfMemoryError with cca's report
+(one OOM per failed allocation), CuPy's CFunctionAllocator fast path, the
+pool methods.
 
-Why stand-ins: CuPy's wheels link a CUDA runtime that cannot start on the
+Why a stand-in: CuPy's wheels link a CUDA runtime that cannot start on the
 simulated device (it needs the driver's private export tables), so its
-allocation paths are tested here; and Numba here is numba alone (its
-numba.core.config), where the frameworks tier runs the real numba-cuda
-(python/tests/frameworks/test_cupy_numba.py) and the GPU run both."""
+allocation paths are tested here; the frameworks tier runs the real CuPy
+as far as that allows, and the real Numba (numba-cuda and numba alone)
+whole (python/tests/frameworks/test_cupy_numba.py)."""
 import ctypes
 import gc
 import importlib
@@ -29,14 +29,12 @@ STANDINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins")
 @pytest.fixture
 def standins(monkeypatch):
     monkeypatch.syspath_prepend(STANDINS)
-    # numba-cuda, where installed, redirects numba.cuda to itself: the stand-in is numba alone
-    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"])
     for name in list(sys.modules):
-        if name.split(".")[0] in ("cupy", "numba") or name in ("cca.allocators.cupy", "cca.allocators.numba"):
+        if name.split(".")[0] == "cupy" or name == "cca.allocators.cupy":
             monkeypatch.delitem(sys.modules, name)
     yield
     for name in list(sys.modules):
-        if name.split(".")[0] in ("cupy", "numba"):
+        if name.split(".")[0] == "cupy":
             del sys.modules[name]
 
 
@@ -209,66 +207,3 @@ def test_cupy_oom_names_the_cap_as_its_limit_and_collects_cycles_first(standins,
         gc.collect()
         pool.set_limit(size=0)
         cca.empty_cache()
-
-
-# ---- Numba -----------------------------------------------------------------
-
-def test_numba_plugin_through_the_variable(standins, dev, monkeypatch):
-    monkeypatch.setenv("NUMBA_CUDA_MEMORY_MANAGER", "cca.allocators.numba")
-    mod = importlib.import_module(os.environ["NUMBA_CUDA_MEMORY_MANAGER"])   # as Numba loads it
-    mgr_cls = mod._numba_memory_manager
-    cuda = importlib.import_module("numba.cuda")
-    mgr = mgr_cls(context=cuda.Context(dev))
-    mgr.initialize()
-    assert mgr.interface_version == 1
-    before = cca.memory_allocated(dev)
-    mp = mgr.memalloc(7 * MiB)
-    ptr = mp.device_pointer.value
-    assert ptr and cca.memory_allocated(dev) == before + 7 * MiB
-    assert _stream_of(dev, ptr) == 0
-    info = mgr.get_memory_info()
-    free, total = cca.mem_get_info(dev)
-    assert info.total == total
-    assert info.free == free + cca.memory_reserved(dev) - cca.memory_allocated(dev)
-    mp.free()
-    assert cca.memory_allocated(dev) == before
-    cca.check(dev)
-
-
-def test_numba_pointer_with_nvidias_bindings(standins, dev, monkeypatch):
-    import cca.allocators.numba as cn
-    cuda = importlib.import_module("numba.cuda")
-    driver = importlib.import_module("numba.cuda.cudadrv.driver")
-    mgr = cn.CcaMemoryManager(context=cuda.Context(dev))
-    for nv in (False, True):
-        monkeypatch.setattr(driver, "USE_NV_BINDING", nv)
-        mp = mgr.memalloc(1 * MiB)
-        ptr = driver.device_pointer_value(mp.device_pointer)   # as Numba reads it in each mode
-        assert ptr and _stream_of(dev, ptr) == 0
-        assert isinstance(mp.device_pointer, driver.binding.CUdeviceptr) == nv
-        mp.free()
-
-
-def test_numba_per_thread_default_stream(standins, dev, monkeypatch):
-    import cca.allocators.numba as cn
-    config = importlib.import_module("numba.core.config")
-    monkeypatch.setattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 1)
-    cuda = importlib.import_module("numba.cuda")
-    mgr = cn.CcaMemoryManager(context=cuda.Context(dev))
-    mp = mgr.memalloc(3 * MiB)
-    stream = _stream_of(dev, mp.device_pointer.value)
-    assert stream not in (None, 0), "cudaStreamPerThread's own stream"
-    mp.free()
-
-
-def test_numba_oom_is_cuda_api_error_with_cca_report(standins, small):
-    import cca.allocators.numba as cn
-    cuda = importlib.import_module("numba.cuda")
-    driver = importlib.import_module("numba.cuda.cudadrv.driver")
-    mgr = cn.CcaMemoryManager(context=cuda.Context(small))
-    with pytest.raises(driver.CudaAPIError) as ei:
-        mgr.memalloc(256 * MiB)
-    assert ei.value.code == 2                          # CUDA_ERROR_OUT_OF_MEMORY
-    assert ei.value.cca_report is not None and ei.value.cca_report.requested == 256 * MiB
-    assert "out of memory" in str(ei.value)
-    json.dumps(cca.memory_stats(small))               # still answers

@@ -22,10 +22,12 @@ import sys
 
 NUMBA = r"""
 import json, os, sys
+if "alone" in sys.argv:                               # numba's own numba.cuda, not numba-cuda's redirect
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"]
 from numba import cuda
 import cca
 import cca.allocators.numba as cn
-if sys.argv[1] == "call":
+if "call" in sys.argv:
     cuda.set_memory_manager(cn.CcaMemoryManager)
 fired = []
 cca.on_oom(lambda r: fired.append(r.verdict), device=0)
@@ -72,8 +74,8 @@ def run(code, *args, **env):
     return json.loads(r.stdout.strip().split("\n")[-1])
 
 
-def check_numba(out):
-    assert "numba_cuda" in out["module"], "numba-cuda's numba.cuda"
+def check_numba(out, alone=False):
+    assert ("numba_cuda" in out["module"]) is not alone, out["module"]
     assert out["manager"] == "CcaMemoryManager"
     assert out["allocated"] == 4 << 20
     assert out["info"] == out["expected_info"] and out["info"][1] == 80 << 30
@@ -94,6 +96,15 @@ def test_numba_through_the_variable():
 
 def test_numba_through_set_memory_manager():
     check_numba(run(NUMBA, "call"))
+
+
+def test_numba_alone_through_both_routes():
+    """numba without numba-cuda's redirect: its own numba.cuda and ctypes
+    binding (a ctypes pointer, numba.core.config)."""
+    check_numba(run(NUMBA, "env", "alone", NUMBA_CUDA_MEMORY_MANAGER="cca.allocators.numba"), alone=True)
+    out = run(NUMBA, "call", "alone", NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM="1")
+    check_numba(out, alone=True)
+    assert out["per_thread"] is True and out["stream"] not in (0, None)
 
 
 def test_numba_per_thread_default_stream_from_numba_cudas_config():

@@ -1,2 +1,0 @@
-"""Numba stand-in (tests only): see ../README."""
-from . import cuda  # noqa: F401
