@@ -61,22 +61,18 @@ static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 
 /* ---- allocation -------------------------------------------------------- */
 
-/* Set by cca_malloc_try for its call: an out-of-memory is only returned.
- * Read on the out-of-memory path alone. */
-static _Thread_local bool alloc_tentative;
-
 /* Host memory ran out (metadata): an out-of-memory too, but not the
  * device's; counted, no device report. */
-static cca_status_t alloc_fail_host(cca_allocator_t *a, const char *what)
+static cca_status_t alloc_fail_host(cca_allocator_t *a, const char *what, bool tentative)
 {
-    if (!alloc_tentative) a->stats.num_ooms++;
+    if (!tentative) a->stats.num_ooms++;
     return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
 }
 
 /* Out of memory: count it, report it, leave everything else as it was. */
 static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
-    if (alloc_tentative) {                            /* cca_malloc_try: the caller asks again */
+    if (ctx->tentative) {                             /* cca_malloc_try: the caller asks again */
         _cca_reap_pending(a);
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %zu bytes on device %d%s",
                          ctx->requested, a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
@@ -102,9 +98,9 @@ static inline void alloc_note_search(cca_allocator_t *a, int pool)
 }
 
 static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
-                                      cudaStream_t stream, cca_stream_t **served)
+                                      cudaStream_t stream, cca_stream_t **served, bool tentative)
 {
-    cca_oom_ctx_t ctx = { .requested = size, .stream = stream, .pool = CCA_POOL_LARGE };
+    cca_oom_ctx_t ctx = { .requested = size, .stream = stream, .pool = CCA_POOL_LARGE, .tentative = tentative };
     if (size > CCA_MAX_REQUEST) {
         ctx.rounded = ctx.alloc_size = size;
         return alloc_fail_oom(a, &ctx);
@@ -112,7 +108,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     _cca_process_events(a);
     _cca_reap_pending(a);                             /* a retired stream's last block came back: its segment goes first */
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
-    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc");
+    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc", tentative);
     size_t rounded = _cca_round_size(&a->cfg, size);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     alloc_note_search(a, pool);
@@ -122,7 +118,8 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
         cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
-        if (s == CCA_ERROR_OUT_OF_MEMORY) return ctx.host_failed ? alloc_fail_host(a, "cca_malloc") : alloc_fail_oom(a, &ctx);
+        if (s == CCA_ERROR_OUT_OF_MEMORY)
+            return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
     cca_delta_t d;
@@ -181,10 +178,14 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
     return _cca_process_stream_events(a, st);
 }
 
-cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
+/* cca_malloc and cca_malloc_try: tentative is a constant in each, so the
+ * hot path is the same code. */
+static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_allocator_t *a, void **ptr, size_t size,
+                                                                       cudaStream_t stream, bool tentative)
 {
     if (__builtin_expect(!a || !ptr, 0))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_malloc: %s is NULL", a ? "ptr" : "allocator");
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", tentative ? "cca_malloc_try" : "cca_malloc",
+                         a ? "ptr" : "allocator");
     *ptr = NULL;
     if (size == 0) return CCA_OK;
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
@@ -207,18 +208,22 @@ cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_
     }
     _cca_lock_all(a);
     cca_stream_t *served = NULL;
-    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served);
+    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
     alloc_unlock_all_changed(a, served);
-    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !alloc_tentative) a->acct.ops->after_oom(a);
+    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !tentative) a->acct.ops->after_oom(a);
     return s;
 }
 
+cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
+{
+    return alloc_malloc(a, ptr, size, stream, false);
+}
+
+/* Its own call, not a flag: a callback it runs (a watch) that allocates is
+ * not tentative. */
 cca_status_t cca_malloc_try(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
 {
-    alloc_tentative = true;
-    cca_status_t s = cca_malloc(a, ptr, size, stream);
-    alloc_tentative = false;
-    return s;
+    return alloc_malloc(a, ptr, size, stream, true);
 }
 
 /* ---- free -------------------------------------------------------------- */
@@ -364,7 +369,7 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     b = ptr ? alloc_find_live(a, ptr) : NULL;
     cca_status_t s = !b ? _cca_fail(CCA_ERROR_INVALID_POINTER,
                                     "cca_record_stream: %p is not a live allocation of this allocator", ptr)
-                   : alloc_add_use(b, stream, key) ? CCA_OK : alloc_fail_host(a, "cca_record_stream");
+                   : alloc_add_use(b, stream, key) ? CCA_OK : alloc_fail_host(a, "cca_record_stream", false);
     _cca_unlock_all(a, NULL);
     return s;
 }

@@ -195,6 +195,7 @@ typedef struct cca_oom_ctx {
     bool device_refused;                              /* cudaMalloc said out of memory */
     bool host_failed;                                 /* host memory for metadata ran out */
     bool captured;                                    /* the before-release figures are set */
+    bool tentative;                                   /* cca_malloc_try: an out-of-memory is only returned */
     size_t free_cached_before, largest_free_before;   /* as the request found the cache */
     size_t reserved_before, allocated_before;
 } cca_oom_ctx_t;

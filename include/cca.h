@@ -95,7 +95,7 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
     X(requested_bytes,      "bytes the callers asked for")
 #define CCA_COUNTER_FIELDS(X) \
     X(num_alloc_retries,    "device allocations retried after releasing the cache") \
-    X(num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned") \
+    X(num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned (cca_malloc_try's not counted)") \
     X(num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
     X(num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
     X(num_sync_all_streams, "waits for all pending events")

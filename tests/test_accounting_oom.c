@@ -439,3 +439,63 @@ Test(oom_report, a_tentative_failure_is_not_an_oom)
     check_ok(a);
     finish(a);
 }
+
+/* A callback that cca_malloc_try runs (a watch, as its release-and-retry
+ * gives cached memory back) and that allocates: that allocation is not
+ * tentative - its out-of-memory counts and is reported. */
+static cca_allocator_t *nested_a;
+static cca_status_t nested_status;
+static int nested_calls;
+static void nested_watch(void *arg, cca_watch_kind_t w, size_t now, int rising)
+{
+    (void)arg;
+    (void)w;
+    (void)now;
+    if (!rising && nested_calls++ == 0) {
+        void *q = NULL;
+        nested_status = cca_malloc(nested_a, &q, 512 * MiB, NULL);
+    }
+}
+
+Test(oom_report, what_a_tentative_call_runs_is_not_tentative)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = nested_a = make_alloc("");
+    tries_seen = 0;
+    nested_calls = 0;
+    nested_status = CCA_OK;
+    cr_assert_eq(cca_set_oom_callback(a, count_oom, NULL), CCA_OK);
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    free_ok(a, p);                                    /* 30 MiB cached: the try's release-and-retry gives it back */
+    uint64_t id = 0;
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_RESERVED, 1 * MiB, nested_watch, NULL, &id), CCA_OK);
+    cr_assert_eq(cca_malloc_try(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(nested_calls, 1, "the watch ran inside the tentative call");
+    cr_assert_eq(nested_status, CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(stats_of(a).num_ooms, 1, "the callback's own failure counts, the tentative one does not");
+    cr_assert_eq(tries_seen, 1);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_neq(r.verdict, CCA_OOM_NONE);
+    cr_assert_eq(r.requested, 512 * MiB, "the thread's last report is the callback's (delivered after the try failed)");
+    check_ok(a);
+    finish(a);
+}
+
+Test(oom_report, a_tentative_failure_after_a_real_one_clears_its_report)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 128 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_neq(r.verdict, CCA_OOM_NONE);
+    cr_assert_eq(cca_malloc_try(a, &p, 96 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
+    cr_assert_eq(r.verdict, CCA_OOM_NONE, "no report stands for the tentative failure");
+    cr_assert_eq(stats_of(a).num_ooms, 1);
+    cr_assert_eq(cca_malloc_try(NULL, &p, 1, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "cca_malloc_try") != NULL, "%s", cca_last_error_string());
+    finish(a);
+}

@@ -79,6 +79,9 @@ class OomReport:
         self.stranded = list(zip(self.stranded_streams[:k], self.stranded_bytes[:k])) if k else []
 
     def __str__(self):
+        text = self.__dict__.get("_text")
+        if text is not None:                          # a pickled report: the text its process wrote
+            return text
         buf = ctypes.create_string_buffer(2048)
         _lib.lib().cca_oom_report_format_sized(ctypes.byref(self._raw), ctypes.sizeof(self._raw), buf, len(buf))
         return buf.value.decode(errors="replace").rstrip("\n")
@@ -86,17 +89,19 @@ class OomReport:
     def __repr__(self):
         return "<cca.OomReport %s: %d bytes requested on device %d>" % (self.verdict, self.requested, self.device)
 
-    def __reduce__(self):                             # the raw report's bytes: it pickles whole, with the error
-        return (oom_report_from_bytes, (ctypes.string_at(ctypes.addressof(self._raw), ctypes.sizeof(self._raw)),))
+    def __reduce__(self):
+        """Pickles as its figures, holders (tag names resolved here: tag
+        ids are this process's) and text: it unpickles without libcca."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_raw"}
+        state["_text"] = str(self)
+        return (oom_report_restore, (state,))
 
 
-def oom_report_from_bytes(data):
-    """An OomReport from a cca_oom_report_t's bytes (a pickled report; a
-    shorter one, from an older cca, reads as zeros past its end)."""
-    cls = _lib.struct("cca_oom_report_t")
-    raw = cls()
-    ctypes.memmove(ctypes.addressof(raw), data, min(len(data), ctypes.sizeof(raw)))
-    return OomReport(raw)
+def oom_report_restore(state):
+    """An OomReport from its pickled figures (see OomReport.__reduce__)."""
+    r = OomReport.__new__(OomReport)
+    r.__dict__.update(state)
+    return r
 
 
 def thread_oom_report():

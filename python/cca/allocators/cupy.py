@@ -58,8 +58,9 @@ _oom_classes = {}
 
 def _oom_class(cupy):
     """CuPy's OutOfMemoryError, extended with cca's report: ``.cca_report``
-    and its lines in the message, both kept when the error is pickled
-    (CuPy's own pickles as (size, total, limit) and loses them)."""
+    and its lines in the message, kept with every other attribute when the
+    error is pickled (CuPy's own pickles as (size, total, limit) and loses
+    them); ``except cupy.cuda.memory.OutOfMemoryError`` catches it."""
     base = cupy.cuda.memory.OutOfMemoryError
     cls = _oom_classes.get(base)
     if cls is None:
@@ -67,16 +68,18 @@ def _oom_class(cupy):
             __doc__ = _oom_class.__doc__
 
             def __reduce__(self):
-                return (_rebuild_oom, (self._cca_args, self.args, self.cca_report))
+                ctor = getattr(self, "_cca_args", None) or (0, 0, 0)
+                return (_rebuild_oom, (ctor, self.args), dict(self.__dict__))
         OutOfMemoryError.__module__ = __name__
+        OutOfMemoryError.__qualname__ = "OutOfMemoryError"
         cls = _oom_classes[base] = OutOfMemoryError
     return cls
 
 
-def _rebuild_oom(ctor_args, args, report):
+def _rebuild_oom(ctor_args, args):
     err = _oom_class(_cupy())(*ctor_args)
-    err._cca_args, err.args, err.cca_report = ctor_args, tuple(args), report
-    return err
+    err.args = tuple(args)
+    return err                                        # pickle then restores __dict__: _cca_args, cca_report, notes
 
 
 def _oom_error(cupy, size, device, detail=None):
@@ -173,10 +176,10 @@ class Pool:
     (reserved), free_bytes (cached: reserved - allocated), n_free_blocks
     (cca's cached free blocks on the device), free_all_blocks and
     free_all_free (cca's empty_cache), set_limit / get_limit (cca's cap).
-    What does not apply: free_all_blocks(stream) frees every stream's
-    unused segments (cca gives whole segments back, not one stream's
-    blocks), and there is no per-pool identity - every Pool of a device is
-    cca's one cache of it."""
+    What does not apply: free_all_blocks(stream) frees the device's unused
+    segments of every stream (cca gives whole segments back, not one
+    stream's blocks), and there is no per-pool identity - every Pool of a
+    device is cca's one cache of it."""
 
     def __init__(self, device=None):
         self.device = device
@@ -203,8 +206,10 @@ class Pool:
                    for b in seg["blocks"] if b["state"] == "inactive")
 
     def free_all_blocks(self, stream=None):
-        del stream                                    # every device's unused segments go back
-        cca.empty_cache()
+        """The device's unused segments go back (every stream's: cca gives
+        back whole segments)."""
+        del stream
+        _core.check(_lib.lib().cca_empty_cache(_core.allocator(self.device)), "free_all_blocks")
 
     def free_all_free(self):
         """CuPy's deprecated name of free_all_blocks."""

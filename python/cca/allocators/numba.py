@@ -13,7 +13,8 @@ Device memory comes from cca's allocator of the context's device, on the
 default stream (cudaStreamPerThread when Numba uses per-thread default
 streams); it goes back to cca when Numba finalizes it. ``get_memory_info``
 is answered by cca: free = the device's free bytes plus what cca holds
-cached, total = the device's. An out-of-memory raises Numba's
+cached (bounded by cca's cap where one is set), total = the device's. An
+out-of-memory (after cca's own release-and-retry) raises Numba's
 ``CudaAPIError`` with ``CUDA_ERROR_OUT_OF_MEMORY`` and cca's report in the
 message (``.cca_report``). Host (pinned, mapped) memory stays Numba's own.
 """
@@ -37,15 +38,23 @@ def _driver():
     return driver
 
 
+_configs = []
+
+
 def _config():
     """numba-cuda's configuration (numba.cuda.core.config), else Numba's
-    own (numba.core.config, numba alone), else None."""
-    for name in ("numba.cuda.core.config", "numba.core.config"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return None
+    own (numba.core.config, numba alone), else None; found once (numba-cuda
+    0.30 makes its own numba's where numba is installed)."""
+    if not _configs:
+        found = None
+        for name in ("numba.cuda.core.config", "numba.core.config"):
+            try:
+                found = importlib.import_module(name)
+                break
+            except ImportError:
+                continue
+        _configs.append(found)
+    return _configs[0]
 
 
 def _per_thread_default_stream():
@@ -70,6 +79,14 @@ def _device_pointer(ptr):
     return drv.binding.CUdeviceptr(ptr) if nv else ctypes.c_uint64(ptr)
 
 
+def _cap(device):
+    """cca's cap on the device in bytes, 0 for none."""
+    cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
+    _core.check(_lib.lib().cca_get_memory_cap(_core.allocator(device), ctypes.byref(cap), ctypes.byref(frac),
+                                             ctypes.byref(limit)), "get_memory_info")
+    return int(cap.value)
+
+
 def _finalizer(allocator, ptr):
     lib = _lib.lib()
 
@@ -86,21 +103,15 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
         self._allocator = _core.allocator(self._device)
 
     def memalloc(self, size):
-        """Device memory from cca. On an out-of-memory, Numba's deferred
-        frees are flushed and cca asked once more (as Numba's own manager
-        does); the first attempt is tentative (cca_malloc_try), so one
-        failed allocation is one OOM, counted and reported once."""
+        """Device memory from cca, which frees its own cache and asks the
+        device again before it fails (so no retry here: Numba's deferred
+        frees hold nothing of cca's, whose finalizer frees at once)."""
         if not hasattr(self, "_allocator"):
             self.initialize()
         p = ctypes.c_void_p()
         stream = _PER_THREAD if _per_thread_default_stream() else None
         lib = _lib.lib()
-        st = lib.cca_malloc_try(self._allocator, ctypes.byref(p), int(size), stream)
-        if st != 0 and lib.cca_status_string(st) == b"CCA_ERROR_OUT_OF_MEMORY":
-            pending = getattr(self, "deallocations", None)
-            if pending is not None:
-                pending.clear()                       # Numba's deferred frees go back to cca first
-            st = lib.cca_malloc(self._allocator, ctypes.byref(p), int(size), stream)
+        st = lib.cca_malloc(self._allocator, ctypes.byref(p), int(size), stream)
         if st != 0:
             name = lib.cca_status_string(st).decode()
             if name == "CCA_ERROR_OUT_OF_MEMORY":
@@ -115,11 +126,19 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
                                    finalizer=_finalizer(self._allocator, ptr))
 
     def get_memory_info(self):
-        """free = the device's free bytes plus what cca holds cached; total = the device's."""
+        """What Numba could still allocate through cca: free = the device's
+        free bytes plus what cca holds cached, bounded by cca's cap where one
+        is set (cap - allocated); total = the device's."""
         device = self._device if hasattr(self, "_device") else int(self.context.device.id)
         free, total = cca.mem_get_info(device)
-        cached = cca.memory_reserved(device) - cca.memory_allocated(device)
-        return _cuda.MemoryInfo(free=free + cached, total=total)
+        stats = cca.memory_stats(device)              # one consistent reading
+        allocated = stats["allocated_bytes.all.current"]
+        reserved = stats["reserved_bytes.all.current"]
+        avail = free + max(reserved - allocated, 0)
+        cap = _cap(device)
+        if cap:
+            avail = min(avail, max(cap - allocated, 0))
+        return _cuda.MemoryInfo(free=avail, total=total)
 
     @property
     def interface_version(self):

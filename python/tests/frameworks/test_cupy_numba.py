@@ -25,7 +25,7 @@ import json, os, sys
 if "alone" in sys.argv:                               # numba's own numba.cuda, not numba-cuda's redirect
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"]
 from numba import cuda
-import cca
+import cca, cca._core, cca._lib
 import cca.allocators.numba as cn
 if "call" in sys.argv:
     cuda.set_memory_manager(cn.CcaMemoryManager)
@@ -47,7 +47,8 @@ del a
 import gc; gc.collect()
 ctx.deallocations.clear()
 out["after_free"] = cca.memory_allocated(0)
-cca.set_per_process_memory_fraction(64 * 2**20 / (80 * 2**30), 0)
+cca._lib.lib().cca_set_memory_limit(cca._core.allocator(0), 64 << 20)
+out["info_capped"] = ctx.get_memory_info().free
 try:
     cuda.device_array(128 << 20, dtype="u1")
     out["oom"] = None
@@ -61,6 +62,7 @@ for _ in range(100):
     if fired:
         break
     time.sleep(0.05)
+time.sleep(0.2)                                       # a second report would have come by now
 out["fired"] = fired
 print(json.dumps(out))
 """
@@ -80,11 +82,12 @@ def check_numba(out, alone=False):
     assert out["allocated"] == 4 << 20
     assert out["info"] == out["expected_info"] and out["info"][1] == 80 << 30
     assert out["after_free"] == 0
+    assert out["info_capped"] == 64 << 20, "what the cap still allows (nothing allocated)"
     oom = out["oom"]
     assert oom and oom["is_api_error"] and oom["code"] == 2, oom
     assert oom["first"].endswith("cca: out of memory allocating 134217728 bytes"), oom["first"]
     assert oom["report"].startswith("cca: out of memory on device 0"), oom["report"]
-    assert out["num_ooms"] == 1, "one failed allocation, one OOM (the retry after Numba's flush is not another)"
+    assert out["num_ooms"] == 1, "one failed allocation, one OOM"
     assert out["fired"] == ["cap"], "reported once"
 
 
@@ -108,6 +111,9 @@ def test_numba_alone_through_both_routes():
 
 
 def test_numba_per_thread_default_stream_from_numba_cudas_config():
+    """numba-cuda's configuration (numba.cuda.core.config, which numba-cuda
+    0.30 makes numba's own where numba is installed, as here: numba-cuda
+    without numba is not tested)."""
     out = run(NUMBA, "env", NUMBA_CUDA_MEMORY_MANAGER="cca.allocators.numba", NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM="1")
     assert out["per_thread"] is True
     assert out["stream"] not in (0, None), "allocated on cudaStreamPerThread, not the legacy stream"
@@ -185,3 +191,112 @@ def test_cupy_as_far_as_its_runtime_allows():
     assert first.startswith("Out of memory allocating 134,217,728 bytes") or first.startswith(
         "Out of memory allocating 134217728 bytes"), first
     assert rest.startswith("cca: out of memory on device 0"), rest
+
+
+CUPY_ALLOC = r"""
+import gc, json, time
+import cupy
+import cca, cca._core, cca._lib
+import cca.allocators.cupy as cc
+
+
+class Device:
+    # stand-in for cupy.cuda.Device only: the real one asks CuPy's runtime, which does not start here
+    def __init__(self, device=None):
+        self.id = 0 if device is None else int(device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class NullStream:                                     # stand-in for get_current_stream() likewise
+    ptr = 0
+
+
+cupy.cuda.Device = Device
+cupy.cuda.get_current_stream = lambda: NullStream()
+cc.install()
+out = {}
+mp = cupy.cuda.alloc(3 << 20)                         # CuPy's own alloc, through the installed allocator
+out["pointer"] = [type(mp).__module__ + "." + type(mp).__name__, mp.ptr != 0, mp.device_id]
+out["allocated"] = cca.memory_allocated(0)
+x = cupy.ndarray((3 << 20,), dtype=cupy.uint8, memptr=mp)
+out["array_ptr_is_cca"] = x.data.ptr == mp.ptr
+del x, mp
+gc.collect()
+out["after_drop"] = cca.memory_allocated(0)
+q = cc.Pool(0).malloc(1 << 20)
+out["pool_malloc"] = [type(q).__name__, cca.memory_allocated(0)]
+del q
+gc.collect()
+cca._lib.lib().cca_set_memory_limit(cca._core.allocator(0), 64 << 20)
+fired = []
+h = cca.on_oom(lambda r: fired.append(r.requested), device=0)
+gc.disable()                                          # only the adapter's own collection frees the cycle
+held = cupy.cuda.alloc(40 << 20)
+cycle = [held]
+cycle.append(cycle)
+del held, cycle
+again = cupy.cuda.alloc(40 << 20)                     # fails tentatively, the cycle is collected, succeeds
+out["after_gc"] = [cca.memory_allocated(0), cca.memory_stats(0)["num_ooms"]]
+del again
+gc.enable()
+gc.collect()
+try:
+    cupy.cuda.alloc(128 << 20)
+    out["oom"] = None
+except cupy.cuda.memory.OutOfMemoryError as e:
+    out["oom"] = [type(e).__qualname__, str(e.cca_report).split("\n")[0]]
+for _ in range(100):
+    if fired:
+        break
+    time.sleep(0.02)
+time.sleep(0.2)
+out["num_ooms"] = cca.memory_stats(0)["num_ooms"]
+out["fired"] = fired
+print(json.dumps(out))
+"""
+
+
+def test_cupy_allocates_through_cca_with_its_runtime_stood_in():
+    """Real CuPy objects (alloc, MemoryPointer, ndarray, the garbage
+    collector's retry), with the two calls that need CuPy's runtime -
+    cupy.cuda.Device and get_current_stream - stood in."""
+    out = run(CUPY_ALLOC)
+    assert out["pointer"] == ["cupy.cuda.memory.MemoryPointer", True, 0]
+    assert out["allocated"] == 3 << 20 and out["array_ptr_is_cca"] is True
+    assert out["after_drop"] == 0, "CuPy dropped the memory: back to cca"
+    assert out["pool_malloc"] == ["MemoryPointer", 1 << 20]
+    assert out["after_gc"] == [40 << 20, 0], "a failure the collection cured is no OOM"
+    assert out["oom"] == ["OutOfMemoryError", "cca: out of memory on device 0: 128.00 MiB requested (128.00 MiB "
+                          "rounded, large pool, stream 0): cap"]
+    assert out["num_ooms"] == 1 and out["fired"] == [128 << 20], "one failed allocation, one OOM, reported once"
+
+
+PICKLED = r"""
+import pickle, sys
+err = pickle.load(open(sys.argv[1], "rb"))
+import cupy
+print(type(err).__qualname__, isinstance(err, cupy.cuda.memory.OutOfMemoryError))
+print(err.cca_report.verdict, err.cca_report.holders, err.note)
+print(str(err.cca_report).split("\n")[0])
+"""
+
+
+def test_a_pickled_cupy_oom_reads_in_another_process_without_libcca(tmp_path):
+    code = CUPY.replace("print(json.dumps(out))", "err.note = 'kept'\npickle.dump(err, open(%r, 'wb'))\n"
+                        "print(json.dumps(out))" % str(tmp_path / "err.pickle"))
+    code = code.replace("p = ctypes.c_void_p()\nout[\"oom_status\"]", "cca.tag('optimizer').__enter__()\n"
+                        "keep = ctypes.c_void_p()\nassert lib.cca_malloc(a, ctypes.byref(keep), 8 << 20, None) == 0\n"
+                        "p = ctypes.c_void_p()\nout[\"oom_status\"]")
+    run(code)
+    r = subprocess.run([sys.executable, "-c", PICKLED, str(tmp_path / "err.pickle")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "CCA_LIBRARY": str(tmp_path / "no-libcca.so")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().split("\n")
+    assert lines[0] == "OutOfMemoryError True"
+    assert lines[1] == "cap [('optimizer', 8388608)] kept", lines[1]   # the tag's name, resolved where it was made
+    assert lines[2].startswith("cca: out of memory on device 0: 128.00 MiB requested"), lines[2]
