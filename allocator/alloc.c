@@ -134,8 +134,12 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     return CCA_OK;
 }
 
-/* The hot path, under st's lock: false sends the caller all locked. */
-static inline bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr, size_t size)
+/* The hot path, under st's lock: false sends the caller all locked.
+ * Inlined into cca_malloc and cca_malloc_try both: left out of line once it
+ * had two callers, it cost 18 instructions an alloc+free pair
+ * (scripts/instructions.sh). */
+static inline __attribute__((always_inline)) bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
+                                                                    size_t size)
 {
     size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
