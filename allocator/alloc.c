@@ -252,6 +252,30 @@ static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_bloc
     }
 }
 
+/* Why ptr is no live allocation (all locked): outside every segment of
+ * this allocator, inside a block (which one), or the start of a block that
+ * is not handed out (freed already, or never given). */
+static cca_status_t alloc_bad_pointer(cca_allocator_t *a, const char *call, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    cca_segment_t *seg = p ? _cca_segmap_find(a, p) : NULL;
+    if (!seg || p < seg->addr || p >= seg->addr + seg->size)
+        return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not from this allocator (no segment of device %d holds it)",
+                         call, ptr, a->cfg.device);
+    for (cca_block_t *b = seg->first; b; b = b->next) {
+        if (p < b->addr || p >= b->addr + b->size) continue;
+        if (b->state == CCA_BLOCK_ALLOCATED)          /* not at its start: alloc_find_live found none */
+            return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is inside the block at %p (%zu bytes, %zu in): "
+                             "pass the address cca_malloc gave", call, ptr, (void *)b->addr, b->size, (size_t)(p - b->addr));
+        if (b->state == CCA_BLOCK_PENDING && p == b->addr)
+            return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p was freed already (its free awaits other streams' work)",
+                             call, ptr);
+        return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not handed out: freed already, or never given "
+                         "(it lies in free memory cca caches)", call, ptr);
+    }
+    return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is in a segment of this allocator but in no block of it", call, ptr);
+}
+
 /* The live block at ptr in st's own map (st locked), or NULL; counted.
  * *slot (if not NULL) gets its map slot. */
 static cca_block_t *alloc_live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t **slot)
@@ -323,9 +347,9 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     _cca_lock_all(a);
     b = alloc_find_live(a, ptr);
     if (!b) {
+        cca_status_t bad = alloc_bad_pointer(a, "cca_free", ptr);
         _cca_unlock_all(a, NULL);
-        return _cca_fail(CCA_ERROR_INVALID_POINTER,
-                         "cca_free: %p was not returned by this allocator, is inside a block, or was freed already", ptr);
+        return bad;
     }
     st = b->seg->stream;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
@@ -371,8 +395,7 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
     }
     _cca_lock_all(a);
     b = ptr ? alloc_find_live(a, ptr) : NULL;
-    cca_status_t s = !b ? _cca_fail(CCA_ERROR_INVALID_POINTER,
-                                    "cca_record_stream: %p is not a live allocation of this allocator", ptr)
+    cca_status_t s = !b ? alloc_bad_pointer(a, "cca_record_stream", ptr)
                    : alloc_add_use(b, stream, key) ? CCA_OK : alloc_fail_host(a, "cca_record_stream", false);
     _cca_unlock_all(a, NULL);
     return s;

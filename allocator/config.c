@@ -273,7 +273,7 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         break;
     case K_release_before_grow:
         if (!config_parse_bool(v, &c->release_before_grow))
-            return config_bad(ps, "release_before_grow: '%s' must be True or False", config_shown(v, sh));
+            return config_bad(ps, "release_before_grow: '%s' must be True or False (any case; 1 and 0 too)", config_shown(v, sh));
         break;
     case K_segment_growth_percent:
         if (!config_parse_u64(v, &u) || u > 1000)
@@ -282,7 +282,7 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         break;
     case K_expandable_segments:
         if (!config_parse_bool(v, &c->expandable_segments))
-            return config_bad(ps, "expandable_segments: '%s' must be True or False", config_shown(v, sh));
+            return config_bad(ps, "expandable_segments: '%s' must be True or False (any case; 1 and 0 too)", config_shown(v, sh));
         break;
     case K_preset:
         if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
@@ -338,6 +338,54 @@ static const char *config_field_past(const cca_config_t *c, const cca_config_t *
     return NULL;
 }
 
+/* Edit distance of a and b (both short: keys), for "did you mean". */
+static size_t config_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return SIZE_MAX;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diag + cost;
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* An unknown key: "key=value" written for "key:value", else the nearest
+ * key when it is close, else the accepted keys. */
+static cca_status_t config_unknown_key(parser_t *ps, const char *key, const char *accepted)
+{
+    char sh[64], name[64];
+    const char *eq = strchr(key, '=');
+    if (eq && (size_t)(eq - key) < sizeof name) {
+        memcpy(name, key, (size_t)(eq - key));
+        name[eq - key] = 0;
+        if (config_key_index(config_trim(name)) >= 0)
+            return config_bad(ps, "unknown key '%s': a key and its value are separated by ':' (%s:%s)",
+                              config_shown(key, sh), config_trim(name), eq + 1);
+    }
+    int near = -1;
+    size_t best = SIZE_MAX;
+    for (int k = 0; k < K_COUNT; k++) {
+        size_t d = config_distance(key, keys[k].name);
+        if (d < best) best = d, near = k;
+    }
+    size_t len = strlen(key);
+    if (near >= 0 && best <= 3 && best * 3 <= len)
+        return config_bad(ps, "unknown key '%s' (did you mean '%s'?); accepted keys: %s", config_shown(key, sh),
+                          keys[near].name, accepted);
+    return config_bad(ps, "unknown key '%s'; accepted keys: %s", config_shown(key, sh), accepted);
+}
+
 static cca_status_t config_parse_all(parser_t *ps, char *text, cca_config_t *c)
 {
     char sh[64], accepted[300] = "";
@@ -350,7 +398,7 @@ static cca_status_t config_parse_all(parser_t *ps, char *text, cca_config_t *c)
         if (!*key && !colon) continue;                /* "a:1,,b:2" and a trailing comma */
         if (!*key) return config_bad(ps, "an entry has no key (':%s'); accepted keys: %s", config_shown(config_trim(colon + 1), sh), accepted);
         int k = config_key_index(key);
-        if (k < 0) return config_bad(ps, "unknown key '%s'; accepted keys: %s", config_shown(key, sh), accepted);
+        if (k < 0) return config_unknown_key(ps, key, accepted);
         if (!colon) return config_bad(ps, "'%s' has no value (expected key:value)", key);
         char *v = config_trim(colon + 1);
         if (!*v) return config_bad(ps, "%s: the value is empty", key);

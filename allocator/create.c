@@ -27,8 +27,11 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
         if (e != cudaSuccess)
             return _cca_fail_cuda(e, "cca_create: device %d not available (cudaGetDeviceCount: %s)", a->cfg.device,
                                   cudaGetErrorName(e));
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available (%d devices)",
-                         a->cfg.device, count);
+        if (count <= 0)
+            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has no device",
+                             a->cfg.device);
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has %d device%s (%s%d)",
+                         a->cfg.device, count, count == 1 ? "" : "s", count == 1 ? "" : "0..", count - 1);
     }
     size_t free_b = 0;
     dev_guard_t g;

@@ -24,9 +24,16 @@ trap 'rm -rf "$work"' EXIT
 par=()
 [ "$jobs" -gt 1 ] && par=(-fork="$jobs")            # one job: the fuzzer's own log, in this process
 corpus=$PWD/tests/fuzz-corpus
+rc=0
 (cd "$out" && ./fuzz_cca -max_total_time="$secs" "${par[@]}" -max_len=4096 -print_final_stats=1 \
-    -artifact_prefix="$PWD/" "$work" "$corpus") > "$out/fuzz.log" 2>&1 || true
+    -artifact_prefix="$PWD/" "$work" "$corpus") > "$out/fuzz.log" 2>&1 || rc=$?
 grep -E "^#[0-9]+ +(INITED|DONE)|stat::|ERROR|SUMMARY|artifact" "$out/fuzz.log" | tail -n 12
+# a crash, a leak or a sanitizer report fails the run (libFuzzer exits non-zero; the log says which input)
+if [ "$rc" != 0 ] || grep -qE "ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error:" \
+        "$out/fuzz.log"; then
+    echo "fuzz: failed (exit $rc); see $out/fuzz.log and the artifact it names" >&2
+    exit 1
+fi
 # keep only what adds coverage
 (cd "$out" && ./fuzz_cca -merge=1 "$corpus" "$work" >/dev/null 2>&1) || true
 echo "corpus: $(ls tests/fuzz-corpus | wc -l) inputs in tests/fuzz-corpus"

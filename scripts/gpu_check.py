@@ -65,9 +65,13 @@ def emit(status, **figures):
     sys.exit(0)
 
 
-def need_torch():
+def need_gpu(what):
     if MODE != "cuda":
-        emit("skipped", reason="simulated device: torch needs a GPU")
+        emit("skipped", reason="simulated device: %s needs a GPU" % what)
+
+
+def need_torch():
+    need_gpu("torch")
     try:
         import torch
     except Exception as e:                            # noqa: BLE001
@@ -292,6 +296,7 @@ if PART == "bench":
          failed_rows=[(r["scenario"], r["case"], r["allocator"], r["error"]) for r in bad], rows=rows)
 
 if PART == "cupy":
+    need_gpu("CuPy (with torch)")
     need_torch()
     try:
         import cupy  # noqa: F401
@@ -324,8 +329,7 @@ print(json.dumps({"torch_bytes": base, "with_cupy": with_cupy, "after_cupy_freed
     emit("ok" if r.pop("ok") else "failed", **r)
 
 if PART == "cupy_runtime":
-    if MODE != "cuda":
-        emit("skipped", reason="simulated device: CuPy needs a GPU")
+    need_gpu("CuPy")
     try:
         import cupy  # noqa: F401
     except Exception as e:                            # noqa: BLE001
@@ -356,7 +360,7 @@ print(json.dumps({"cupy_runtime_static": static, "cupy_runtime_module": mods[0] 
     emit("ok" if r.pop("ok") else "failed", **r)
 
 if PART == "numba":
-    need_torch()
+    need_gpu("Numba")
     try:
         import numba.cuda  # noqa: F401
     except Exception as e:                            # noqa: BLE001

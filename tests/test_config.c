@@ -383,3 +383,35 @@ Test(config, default_allocators_configured_from_code_before_first_use)
     cr_assert_eq(cca_default_existing(0, &none), CCA_OK);
     cr_assert_eq(none, a);
 }
+
+/* Messages that say how to fix it: '=' for ':', a near miss of a key, the
+ * accepted spellings of a boolean; and a device the runtime lacks. */
+Test(config, messages_say_how_to_fix_it)
+{
+    cca_config_t c;
+    char err[512];
+    cca_config_init(&c);
+    cr_assert_eq(cca_config_parse(&c, "max_split_size_mb=128", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "unknown key 'max_split_size_mb=128': a key and its value are separated by ':' "
+                          "(max_split_size_mb:128)") != NULL, "%s", err);
+    cr_assert_eq(cca_config_parse(&c, "max_split_sise_mb:128", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "unknown key 'max_split_sise_mb' (did you mean 'max_split_size_mb'?)") != NULL, "%s", err);
+    cr_assert_eq(cca_config_parse(&c, "expandable_segment:True", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "(did you mean 'expandable_segments'?)") != NULL, "%s", err);
+    cr_assert_eq(cca_config_parse(&c, "zzz:1", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "did you mean") == NULL && strstr(err, "unknown key 'zzz'; accepted keys: ") != NULL, "%s",
+              err);
+    cr_assert_eq(cca_config_parse(&c, "expandable_segments:yes", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "expandable_segments: 'yes' must be True or False (any case; 1 and 0 too)") != NULL, "%s", err);
+    cr_assert_eq(cca_config_parse(&c, "expandable_segments:tRuE", err, sizeof err), CCA_OK, "what the message says");
+
+    cca_sim_set_device_count(1);
+    cca_config_init(&c);
+    c.device = 20;
+    cca_allocator_t *a = NULL;
+    cr_assert_eq(cca_create(&c, &a), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_str_eq(cca_last_error_string(), "cca_create: device 20 not available: the runtime has 1 device (0)");
+    cca_sim_set_device_count(3);
+    cr_assert_eq(cca_create(&c, &a), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_str_eq(cca_last_error_string(), "cca_create: device 20 not available: the runtime has 3 devices (0..2)");
+}

@@ -1,5 +1,7 @@
 /* test_errors.c - bad input and injected CUDA faults: a clear status, and
  * the allocator stays consistent and usable. */
+#include <stdio.h>
+
 #include "common.h"
 
 static void setup(void) { cca_sim_reset(); }
@@ -269,4 +271,31 @@ Test(errors, no_driver_or_gpu_says_so)
     char *q = alloc_ok(before, 64 * MiB, NULL);
     free_ok(before, q);
     finish(before);
+}
+
+/* A bad pointer's text says which kind it is, where cca can tell. */
+Test(errors, bad_pointer_texts_say_which_kind)
+{
+    cca_allocator_t *a = make_alloc("");
+    char *p = alloc_ok(a, 4 * KiB, NULL);
+    char *q = alloc_ok(a, 4 * KiB, NULL);
+    cr_assert_eq(cca_free(a, (void *)0x1000), CCA_ERROR_INVALID_POINTER);
+    cr_assert(strstr(cca_last_error_string(), "cca_free: 0x1000 is not from this allocator") != NULL, "%s",
+              cca_last_error_string());
+    cr_assert_eq(cca_free(a, p + 512), CCA_ERROR_INVALID_POINTER);
+    char want[128];
+    snprintf(want, sizeof want, "is inside the block at %p (", (void *)p);
+    cr_assert(strstr(cca_last_error_string(), want) != NULL, "%s", cca_last_error_string());
+    cr_assert(strstr(cca_last_error_string(), ", 512 in): pass the address cca_malloc gave") != NULL, "%s",
+              cca_last_error_string());
+    free_ok(a, p);
+    cr_assert_eq(cca_free(a, p), CCA_ERROR_INVALID_POINTER);
+    cr_assert(strstr(cca_last_error_string(), "is not handed out: freed already, or never given") != NULL, "%s",
+              cca_last_error_string());
+    cr_assert_eq(cca_record_stream(a, p, NULL), CCA_ERROR_INVALID_POINTER);
+    cr_assert(strncmp(cca_last_error_string(), "cca_record_stream: ", 19) == 0, "%s", cca_last_error_string());
+    cr_assert(strstr(cca_last_error_string(), "freed already") != NULL, "%s", cca_last_error_string());
+    free_ok(a, q);
+    check_ok(a);
+    finish(a);
 }
