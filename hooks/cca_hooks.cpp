@@ -287,20 +287,6 @@ CCA_HOOK int cca_hooks_throws_torch_oom(void) { return oom_raiser.load(std::memo
 // exception with the message it is given.
 CCA_HOOK void cca_hooks_set_oom_raiser(oom_raiser_t raise) { oom_raiser.store(raise, std::memory_order_release); }
 
-// The message an OOM of this report raises (for tests and other frameworks'
-// glue): written to buf as a C string, cut at len; returns its full length.
-CCA_HOOK size_t cca_hooks_oom_message(const cca_oom_report_t *r, char *buf, size_t len) noexcept
-{
-    try {
-        std::string m = oom_text(*r);
-        if (len) snprintf(buf, len, "%s", m.c_str());
-        return m.size();
-    } catch (...) {
-        if (len) buf[0] = 0;
-        return 0;
-    }
-}
-
 // ---- CuPy's CFunctionAllocator ----------------------------------------------
 // cupy.cuda.memory.CFunctionAllocator(param, malloc, free, owner) calls these
 // from plain Cython code: no stream (the legacy default stream here), no

@@ -43,8 +43,8 @@ def meson(path):
             run += p + f + s
             passed += p
             failed += f
-            skips += [(f"{name}: {n}", "skipped") for n in re.findall(r"^\[SKIP\] (\S+)$", out, re.M)][:s] or \
-                [(name, "skipped")] * s
+            named = [f"{name}: {n}" for n in re.findall(r"^\[SKIP\] (\S+)$", out, re.M)][:s]
+            skips += [(n, "skipped") for n in named + [name] * (s - len(named))]
             if p + f + s == 0:
                 bad.append(f"{name} ran no test and says not why")
         else:                                          # one program, one test

@@ -193,6 +193,15 @@ def existing_allocators():
     return out
 
 
+def memory_cap(device=None):
+    """(cap in bytes, 0 for none; the fraction set, 0.0 for none; the byte
+    limit set, 0 for none) of the device's allocator (cca_get_memory_cap)."""
+    cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
+    check(_lib.lib().cca_get_memory_cap(allocator(device), ctypes.byref(cap), ctypes.byref(frac), ctypes.byref(limit)),
+          "cca_get_memory_cap")
+    return int(cap.value), float(frac.value), int(limit.value)
+
+
 def stats(device):
     """The device allocator's cca_stats_t."""
     cls = _lib.struct("cca_stats_t")

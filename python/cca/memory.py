@@ -210,15 +210,13 @@ def get_per_process_memory_fraction(device=None):
     fraction set, where that is the cap; otherwise min(cap, total) / total
     (a byte cap, memory_limit_mb, smaller than the fraction's, or above the
     device); 1.0 when uncapped."""
-    cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-    _core.check(_lib.lib().cca_get_memory_cap(_core.allocator(device), ctypes.byref(cap), ctypes.byref(frac),
-                                              ctypes.byref(limit)), "cca_get_memory_cap")
-    if cap.value == 0:
+    cap, frac, limit = _core.memory_cap(device)
+    if cap == 0:
         return 1.0
-    if frac.value > 0 and (limit.value == 0 or cap.value < limit.value):
-        return frac.value
+    if frac > 0 and (limit == 0 or cap < limit):
+        return frac
     total = mem_get_info(device)[1]
-    return min(cap.value, total) / total if total else 1.0
+    return min(cap, total) / total if total else 1.0
 
 
 def _plain(v):

@@ -223,9 +223,7 @@ class Pool:
         if fraction is not None and size is not None:
             raise ValueError("cca Pool.set_limit: give size or fraction, not both")
         lib = _lib.lib()
-        cap, old_frac, old_limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-        _core.check(lib.cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(old_frac), ctypes.byref(old_limit)),
-                    "set_limit")
+        _, old_frac, old_limit = _core.memory_cap(self.device)
         if fraction is not None:
             if not 0 <= float(fraction) <= 1:
                 raise ValueError("cca Pool.set_limit: fraction must be in [0, 1], got %r" % (fraction,))
@@ -240,14 +238,10 @@ class Pool:
                 _core.check(fn(a, value), "set_limit")
         except BaseException:                         # refused (below one 2 MiB segment): the old cap stays
             lib.cca_set_memory_fraction(a, 0.0)
-            lib.cca_set_memory_limit(a, old_limit.value)
-            lib.cca_set_memory_fraction(a, old_frac.value)
+            lib.cca_set_memory_limit(a, old_limit)
+            lib.cca_set_memory_fraction(a, old_frac)
             raise
 
     def get_limit(self):
         """The cap in bytes; 0 when there is none (as CuPy)."""
-        cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-        a = _core.allocator(self.device)
-        _core.check(_lib.lib().cca_get_memory_cap(a, ctypes.byref(cap), ctypes.byref(frac), ctypes.byref(limit)),
-                    "get_limit")
-        return int(cap.value)
+        return _core.memory_cap(self.device)[0]

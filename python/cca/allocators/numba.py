@@ -79,14 +79,6 @@ def _device_pointer(ptr):
     return drv.binding.CUdeviceptr(ptr) if nv else ctypes.c_uint64(ptr)
 
 
-def _cap(device):
-    """cca's cap on the device in bytes, 0 for none."""
-    cap, frac, limit = ctypes.c_size_t(), ctypes.c_double(), ctypes.c_size_t()
-    _core.check(_lib.lib().cca_get_memory_cap(_core.allocator(device), ctypes.byref(cap), ctypes.byref(frac),
-                                             ctypes.byref(limit)), "get_memory_info")
-    return int(cap.value)
-
-
 def _finalizer(allocator, ptr):
     lib = _lib.lib()
 
@@ -135,7 +127,7 @@ class CcaMemoryManager(_cuda.GetIpcHandleMixin, _cuda.HostOnlyCUDAMemoryManager)
         allocated = stats["allocated_bytes.all.current"]
         reserved = stats["reserved_bytes.all.current"]
         avail = free + max(reserved - allocated, 0)
-        cap = _cap(device)
+        cap = _core.memory_cap(device)[0]
         if cap:
             avail = min(avail, max(cap - allocated, 0))
         return _cuda.MemoryInfo(free=avail, total=total)
