@@ -128,6 +128,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     _cca_take_block(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
     b->tag = _cca_tag_now();
+    b->context = _cca_history_context;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_ALLOC, b->addr, size, st->handle, b->tag, 0);
     a->change.addr = b->addr, a->change.size = b->size, a->change.kind = 1;
     *ptr = (void *)b->addr;
@@ -210,11 +211,15 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
+    uint64_t ctx = 0;
+    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
+    if (__builtin_expect(recording, 0)) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
     _cca_lock_all(a);
     cca_stream_t *served = NULL;
     cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
     alloc_unlock_all_changed(a, served);
     if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !tentative) a->acct.ops->after_oom(a);
+    if (__builtin_expect(recording, 0)) _cca_history_context_end(ctx);
     return s;
 }
 
@@ -344,11 +349,15 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
+    uint64_t ctx = 0;
+    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
+    if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_FREE_REQUESTED);
     _cca_lock_all(a);
     b = alloc_find_live(a, ptr);
     if (!b) {
         cca_status_t bad = alloc_bad_pointer(a, "cca_free", ptr);
         _cca_unlock_all(a, NULL);
+        if (recording) _cca_history_context_end(ctx);
         return bad;
     }
     st = b->seg->stream;
@@ -356,7 +365,9 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
     a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
     alloc_release_to_pool(a, st, b);
     if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
-    alloc_unlock_all_changed(a, st->dead ? NULL : st);
+    bool dead = st->dead;
+    alloc_unlock_all_changed(a, dead ? NULL : st);
+    if (recording) _cca_history_context_end(ctx);
     return CCA_OK;
 }
 

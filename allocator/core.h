@@ -31,7 +31,7 @@ _Static_assert(offsetof(cca_segment_info_t, is_expandable) == CCA_V1_SEG, "cca_s
 _Static_assert(offsetof(cca_block_info_t, tag) == CCA_V1_BLOCK, "cca_block_info_t's first version");
 _Static_assert(offsetof(cca_oom_report_t, need_cap) == CCA_V1_OOM, "cca_oom_report_t's first version");
 _Static_assert(offsetof(cca_scope_result_t, left_allocated) == CCA_V1_SCOPE, "cca_scope_result_t's first version");
-_Static_assert(sizeof(cca_history_entry_t) >= CCA_V1_HISTORY, "cca_history_entry_t's first version");
+_Static_assert(offsetof(cca_history_entry_t, context) == CCA_V1_HISTORY, "cca_history_entry_t's first version");
 _Static_assert(sizeof(cca_notice_t) >= CCA_V1_NOTICE, "cca_notice_t's first version");
 #endif
 
@@ -149,6 +149,14 @@ void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b);
 bool _cca_history_copy(const cca_allocator_t *a, cca_history_entry_t **out, size_t *n, uint64_t *dropped);
 void _cca_history_destroy(cca_allocator_t *a);
 static inline bool _cca_history_on(const cca_allocator_t *a) { return __builtin_expect(a->history != NULL, 0); }
+/* The context of the calling thread's cca_malloc or cca_free while it
+ * records (cca_history_set_context): _cca_history_context_begin asks the
+ * context function, before any lock, where history is on and the action
+ * wants one, and returns the previous context for _cca_history_context_end
+ * (a callback that allocates nests). */
+extern _Thread_local uint64_t _cca_history_context;
+uint64_t _cca_history_context_begin(int action);
+static inline void _cca_history_context_end(uint64_t prev) { _cca_history_context = prev; }
 
 /* ---- the accounting layer (stats/) and the core: view.c ----------------
  * stats/ reads the allocator only through _cca_view, a consistent moment

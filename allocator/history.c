@@ -21,6 +21,37 @@ struct cca_history {
     int64_t epoch_us;                                 /* realtime - monotonic when recording started */
 };
 
+/* Contexts (cca_history_set_context) and skipped actions, process-wide.
+ * _cca_history_context is the calling thread's context while a cca_malloc
+ * or cca_free that asked fn for one runs (0 otherwise): every event that
+ * call records carries it. */
+static _Atomic(cca_context_fn) history_context_fn;
+static _Atomic unsigned history_context_actions;
+static _Atomic unsigned history_skip;
+_Thread_local uint64_t _cca_history_context;
+
+void cca_history_set_context(cca_context_fn fn, unsigned actions)
+{
+    atomic_store_explicit(&history_context_actions, fn ? actions : 0, memory_order_relaxed);
+    atomic_store_explicit(&history_context_fn, fn, memory_order_release);
+}
+
+void cca_history_set_skip(unsigned actions)
+{
+    atomic_store_explicit(&history_skip, actions, memory_order_relaxed);
+}
+
+uint64_t _cca_history_context_begin(int action)
+{
+    uint64_t prev = _cca_history_context;
+    cca_context_fn fn = atomic_load_explicit(&history_context_fn, memory_order_acquire);
+    if (fn && (atomic_load_explicit(&history_context_actions, memory_order_relaxed) >> action & 1u)) {
+        uint64_t c = fn(action);                      /* no lock of cca's held: fn may allocate or free */
+        _cca_history_context = c;
+    }
+    return prev;
+}
+
 static int64_t history_clock_us(clockid_t c)
 {
     struct timespec ts;
@@ -66,11 +97,12 @@ void _cca_history_add(cca_allocator_t *a, int action, uintptr_t addr, size_t siz
                       uint32_t tag, size_t device_free)
 {
     cca_history_t *h = a->history;
-    if (!h) return;
+    if (!h || (atomic_load_explicit(&history_skip, memory_order_relaxed) >> action & 1u)) return;
     cca_history_entry_t *e = history_slot(a, h);
     if (!e) return;
     *e = (cca_history_entry_t){ .time_us = history_now_us(h), .action = action, .addr = addr, .size = size,
-                                .stream = stream, .tag = tag, .device_free = device_free };
+                                .stream = stream, .tag = tag, .device_free = device_free,
+                                .context = _cca_history_context };
 }
 
 void _cca_history_completed(cca_allocator_t *a, const cca_block_t *b)
@@ -132,6 +164,8 @@ cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
         old->dropped += skip;
         free(h);
     } else if (h) {
+        for (cca_segment_t *s = a->segments; s; s = s->next)   /* contexts of an earlier recording mean nothing now */
+            for (cca_block_t *b = s->first; b; b = b->next) b->context = 0;
         a->history = h;
         a->host_bytes += (int64_t)sizeof *h;
         atomic_fetch_or_explicit(&a->hooks, CCA_HOOK_HISTORY, memory_order_relaxed);

@@ -69,9 +69,11 @@ struct cca_block {
     cca_use_t *uses;                                  /* other streams using the block */
     int n_uses, cap_uses;
     int event_count;                                  /* outstanding events while pending */
-    int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
     uint32_t tag;                                     /* the tag it was allocated under (tags.c); 0: none */
+    int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
+    uint64_t context;                                 /* its allocation's context (history.c): set all locked */
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct cca_block) == 128, "a block is two cache lines");
 
 /* Segment records are recycled, never freed before the allocator: the
  * address map is read without a lock and may hand a reader a record that

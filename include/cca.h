@@ -377,7 +377,8 @@ typedef struct cca_segment_info { CCA_SEGMENT_INFO_FIELDS(CCA_MEMBER_) } cca_seg
     X(cudaStream_t, stream, , "its segment's stream") \
     X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \
     X(uintptr_t, segment_address, , "its segment's first byte") \
-    X(uint32_t, tag, , "the tag it was allocated under (cca_tag_name); 0: none")
+    X(uint32_t, tag, , "the tag it was allocated under (cca_tag_name); 0: none") \
+    X(uint64_t, context, , "its allocation's context (cca_history_set_context); 0: none")
 typedef struct cca_block_info { CCA_BLOCK_INFO_FIELDS(CCA_MEMBER_) } cca_block_info_t;
 
 /* Return nonzero to stop the walk. */
@@ -636,7 +637,8 @@ typedef enum cca_history_action {
     X(size_t, size, , "its bytes (oom: the request's)") \
     X(cudaStream_t, stream, , "its stream") \
     X(uint32_t, tag, , "the block's tag (cca_tag_name); 0: none") \
-    X(size_t, device_free, , "oom: the device's free bytes")
+    X(size_t, device_free, , "oom: the device's free bytes") \
+    X(uint64_t, context, , "the context of the call that made it (cca_history_set_context); 0: none")
 typedef struct cca_history_entry { CCA_HISTORY_ENTRY_FIELDS(CCA_MEMBER_) } cca_history_entry_t;
 
 /* Starts recording (max_entries > 0: keeps the newest that many; called
@@ -659,6 +661,23 @@ CCA_API cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn f
                                             size_t entry_size);
 CCA_PLAIN_(cca_status_t, cca_history_walk, (cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped),
            return cca_history_walk_sized(a, fn, arg, dropped, sizeof(cca_history_entry_t)))
+
+/* Contexts: who made each event, for torch's stack frames. While an
+ * allocator records, cca_malloc (actions has bit 1 << CCA_HISTORY_ALLOC) and
+ * cca_free (bit 1 << CCA_HISTORY_FREE_REQUESTED) call fn(action) on the
+ * calling thread before taking any lock of cca's (fn may call cca, and take
+ * locks of its own); what it returns is the context of every event that
+ * call records (the segment it obtains, an out-of-memory, frees it
+ * completes) and, for an allocation, of the block (cca_block_info_t's
+ * context) until it is freed. cca never interprets it (0: none). fn NULL:
+ * none. Process-wide, for every allocator. Starting to record clears every
+ * block's context. */
+typedef uint64_t (*cca_context_fn)(int action);
+CCA_API void cca_history_set_context(cca_context_fn fn, unsigned actions);
+
+/* Actions not to record (bit 1 << action; torch's skip_actions), for every
+ * allocator; 0: record all. */
+CCA_API void cca_history_set_skip(unsigned actions);
 
 /* torch's name of an action ("alloc", "free_requested", ...); "unknown". */
 CCA_API const char *cca_history_action_string(int action);

@@ -1,8 +1,11 @@
 /* json.c - the snapshot as JSON with the keys of torch.cuda.memory_snapshot(),
  * so that tools written for PyTorch's snapshots read cca's. Addresses and
- * streams are integers, as PyTorch writes them; no stack frames are
- * recorded (frames: []), no segment belongs to a graph pool
- * (segment_pool_id: [0, 0]); is_expandable tells expandable segments. */
+ * streams are integers, as PyTorch writes them; cca records no stack
+ * frames itself (frames: []): a block or event with a context
+ * (cca_history_set_context) has "context", which the caller that set the
+ * context function turns into frames (python/cca/snapshots.py); no segment
+ * belongs to a graph pool (segment_pool_id: [0, 0]); is_expandable tells
+ * expandable segments. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include "stats_internal.h"
@@ -21,6 +24,7 @@ static void json_block(cca_emit_t *e, const cca_block_info_t *b, bool last)
               b->address, b->size, b->requested_size, cca_snapshot_state_string(b->state));
     const char *tag = cca_tag_name(b->tag);
     if (tag) json_string(e, "tag", tag);
+    if (b->context) _cca_emit(e, ", \"context\": %" PRIu64, b->context);
     _cca_emit(e, "}%s\n", last ? "" : ",");
 }
 
@@ -44,6 +48,7 @@ static void json_event(cca_emit_t *e, const cca_history_entry_t *h, bool last)
     if (h->action == CCA_HISTORY_OOM) _cca_emit(e, ", \"device_free\": %zu", h->device_free);
     const char *tag = cca_tag_name(h->tag);
     if (tag) json_string(e, "tag", tag);
+    if (h->context) _cca_emit(e, ", \"context\": %" PRIu64, h->context);
     _cca_emit(e, "}%s\n", last ? "" : ",");
 }
 

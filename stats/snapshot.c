@@ -18,6 +18,7 @@ static void snapshot_copy_block(const cca_segment_info_t *si, const cca_block_t 
         .address = b->addr, .size = b->size, .requested_size = b->requested,
         .state = snapshot_state_of(b), .stream = si->stream, .pool = si->pool,
         .segment_address = si->address, .tag = b->state == CCA_BLOCK_FREE ? 0 : b->tag,
+        .context = b->state == CCA_BLOCK_FREE ? 0 : b->context,
     };
 }
 

@@ -304,14 +304,16 @@ Test(history, sized_entries_and_bad_input)
     uint64_t dropped = 5;
     cr_assert_eq(cca_history_walk(a, NULL, NULL, &dropped), CCA_ERROR_INVALID_ARGUMENT);
     cr_assert_eq(dropped, 0u);
-    cr_assert_eq(cca_history_walk_sized(a, collect, NULL, NULL, sizeof(cca_history_entry_t) - 8),
-                 CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_history_walk_sized(a, collect, NULL, NULL, CCA_V1_HISTORY - 8), CCA_ERROR_INVALID_ARGUMENT);
     cr_assert(strstr(cca_last_error_string(), "entry size") != NULL, "%s", cca_last_error_string());
     cr_assert_eq(cca_record_history(a, 10), CCA_OK);
     free_ok(a, alloc_ok(a, 100, NULL));
     int nonzero = 0;
     cr_assert_eq(cca_history_walk_sized(a, big_entry, &nonzero, NULL, sizeof(cca_history_entry_t) + 16), CCA_OK);
     cr_assert_eq(nonzero, 0, "a later caller's fields past ours are zero");
+    got_t g1 = { 0 };                                 /* a caller built against the first version (no context) */
+    cr_assert_eq(cca_history_walk_sized(a, collect, &g1, NULL, CCA_V1_HISTORY), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(g1.n, 4u);
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_ALLOC), "alloc");
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_FREE_REQUESTED), "free_requested");
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_FREE_COMPLETED), "free_completed");
@@ -323,7 +325,7 @@ Test(history, sized_entries_and_bad_input)
     const cca_struct_layout_t *l = cca_struct_layout("cca_history_entry_t");
     cr_assert_not_null(l);
     cr_assert_eq(l->size, sizeof(cca_history_entry_t));
-    cr_assert_eq(l->n_fields, 7u);
+    cr_assert_eq(l->n_fields, 8u);
     finish(a);
 }
 
@@ -489,4 +491,145 @@ Test(history, a_ring_that_cannot_grow_keeps_the_newest)
     cr_assert_eq(cca_record_history(a, 0), CCA_OK);
     finish(a);
 #endif
+}
+
+/* ---- contexts (cca_history_set_context) and skipped actions ---- */
+
+static uint64_t ctx_next = 100;
+static int ctx_calls[8];
+static cca_allocator_t *ctx_alloc;                    /* the context function allocates from it, nested */
+
+static uint64_t give_context(int action)
+{
+    ctx_calls[action]++;
+    if (ctx_alloc) {                                  /* no lock of cca's is held: a nested call works */
+        cca_allocator_t *a = ctx_alloc;
+        ctx_alloc = NULL;
+        free_ok(a, alloc_ok(a, 512, NULL));
+        ctx_alloc = a;
+    }
+    return ++ctx_next;
+}
+
+static uint64_t blocks_context[8];
+static int block_context(const cca_block_info_t *b, void *arg)
+{
+    size_t *n = arg;
+    if (b->state != CCA_STATE_INACTIVE && *n < 8) blocks_context[(*n)++] = b->context;
+    return 0;
+}
+
+Test(history, each_event_carries_its_calls_context)
+{
+    cca_allocator_t *a = make_alloc("");
+    memset(ctx_calls, 0, sizeof ctx_calls);
+    ctx_next = 100;
+    cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC | 1u << CCA_HISTORY_FREE_REQUESTED);
+    void *before = alloc_ok(a, 1000, NULL);           /* not recording: fn is not called */
+    cr_assert_eq(ctx_calls[CCA_HISTORY_ALLOC], 0);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    void *p = alloc_ok(a, 5 * MiB, NULL);             /* context 101: its segment's event too */
+    void *q = alloc_ok(a, 2000, NULL);                /* 102 */
+    free_ok(a, q);                                    /* 103: requested and completed */
+    cr_assert_eq(ctx_calls[CCA_HISTORY_ALLOC], 2);
+    cr_assert_eq(ctx_calls[CCA_HISTORY_FREE_REQUESTED], 1);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 5u);
+    uint64_t want[] = { 101, 101, 102, 103, 103 };
+    int act[] = { CCA_HISTORY_SEGMENT_ALLOC, CCA_HISTORY_ALLOC, CCA_HISTORY_ALLOC, CCA_HISTORY_FREE_REQUESTED,
+                  CCA_HISTORY_FREE_COMPLETED };
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_eq(g->e[i].action, act[i], "entry %zu", i);
+        cr_assert_eq(g->e[i].context, want[i], "entry %zu: context %" PRIu64 ", expected %" PRIu64, i,
+                     g->e[i].context, want[i]);
+    }
+    size_t n = 0;                                     /* the live blocks keep their allocation's context */
+    cr_assert_eq(cca_snapshot_walk(a, NULL, block_context, &n), CCA_OK);
+    cr_assert_eq(n, 2u);
+    cr_assert_eq(blocks_context[0], 0u, "allocated before recording: none");
+    cr_assert_eq(blocks_context[1], 101u);
+    /* the JSON says it */
+    sink_t k = { 0 };
+    cr_assert_eq(cca_snapshot_json_history(a, sink_write, &k), CCA_OK, "%s", cca_last_error_string());
+    json_object *root = json_tokener_parse(k.s);
+    cr_assert_not_null(root, "%s", k.s);
+    cr_assert_eq(json_object_get_int64(get(json_object_array_get_idx(get(root, "trace"), 2), "context")), 102);
+    json_object *blocks = get(json_object_array_get_idx(get(root, "segments"), 0), "blocks");
+    cr_assert(!json_object_object_get_ex(json_object_array_get_idx(blocks, 0), "context", NULL), "none: no key");
+    json_object_put(root);
+    free(k.s);
+    /* an out-of-memory carries the failing call's context */
+    cr_assert_eq(cca_malloc(a, &q, (size_t)1 << 50, NULL), CCA_ERROR_OUT_OF_MEMORY);
+    g = walk(a, NULL);
+    cr_assert_eq(g->e[g->n - 1].action, CCA_HISTORY_OOM);
+    cr_assert_eq(g->e[g->n - 1].context, 104u);
+    /* only the actions asked for; a bad pointer's free calls fn and records nothing */
+    cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC);
+    free_ok(a, p);
+    g = walk(a, NULL);
+    cr_assert_eq(g->e[g->n - 2].action, CCA_HISTORY_FREE_REQUESTED);
+    cr_assert_eq(g->e[g->n - 2].context, 0u, "frees were not asked for");
+    cr_assert_eq(ctx_calls[CCA_HISTORY_FREE_REQUESTED], 1);
+    cca_history_set_context(NULL, ~0u);
+    free_ok(a, before);
+    finish(a);
+}
+
+Test(history, a_context_function_that_allocates_nests)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    ctx_next = 0;
+    ctx_alloc = a;
+    cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC | 1u << CCA_HISTORY_FREE_REQUESTED);
+    void *p = alloc_ok(a, 3000, NULL);                /* fn allocates 512 B and frees it first */
+    ctx_alloc = NULL;
+    cca_history_set_context(NULL, 0);
+    got_t *g = walk(a, NULL);
+    /* the nested malloc asked fn too (1) and so did its free (2), each
+     * within the outer call's fn, which returned 3 after them */
+    cr_assert_eq(g->n, 5u);
+    int act[] = { CCA_HISTORY_SEGMENT_ALLOC, CCA_HISTORY_ALLOC, CCA_HISTORY_FREE_REQUESTED,
+                  CCA_HISTORY_FREE_COMPLETED, CCA_HISTORY_ALLOC };
+    uint64_t want[] = { 1, 1, 2, 2, 3 };
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_eq(g->e[i].action, act[i], "entry %zu", i);
+        cr_assert_eq(g->e[i].context, want[i], "entry %zu: context %" PRIu64, i, g->e[i].context);
+    }
+    cr_assert_eq(g->e[4].addr, (uintptr_t)p);
+    free_ok(a, p);
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    finish(a);
+}
+
+Test(history, recording_again_clears_the_blocks_contexts)
+{
+    cca_allocator_t *a = make_alloc("");
+    ctx_next = 500;
+    cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    void *p = alloc_ok(a, 3000, NULL);
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    cca_history_set_context(NULL, 0);
+    size_t n = 0;
+    cr_assert_eq(cca_snapshot_walk(a, NULL, block_context, &n), CCA_OK);
+    cr_assert_eq(n, 1u);
+    cr_assert_eq(blocks_context[0], 0u, "a context of the earlier recording");
+    free_ok(a, p);
+    finish(a);
+}
+
+Test(history, skipped_actions_are_not_recorded)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    cca_history_set_skip(1u << CCA_HISTORY_FREE_REQUESTED | 1u << CCA_HISTORY_SEGMENT_ALLOC);
+    free_ok(a, alloc_ok(a, 3000, NULL));
+    cca_history_set_skip(0);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 2u);
+    cr_assert_eq(g->e[0].action, CCA_HISTORY_ALLOC);
+    cr_assert_eq(g->e[1].action, CCA_HISTORY_FREE_COMPLETED);
+    finish(a);
 }

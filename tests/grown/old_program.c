@@ -30,7 +30,7 @@
 #define V1_BLOCK offsetof(cca_block_info_t, tag)
 #define V1_OOM offsetof(cca_oom_report_t, need_cap)
 #define V1_SCOPE offsetof(cca_scope_result_t, left_allocated)
-#define V1_HISTORY sizeof(cca_history_entry_t)
+#define V1_HISTORY offsetof(cca_history_entry_t, context)
 
 static void check(int ok, const char *what)
 {
