@@ -32,7 +32,7 @@ from .memory import (check, config_keys, configure, empty_cache, expandable_stat
 from .monitoring import Monitor
 from .oom import OomReport, last_oom
 from .profiling import ProfileResult, profile
-from .snapshots import HISTORY_DEFAULT_ENTRIES, dump_snapshot, history, record_history, snapshot  # noqa: F401
+from .snapshots import dump_snapshot, history, record_history, snapshot
 from .tags import tag, tag_name
 from .watches import Crossing, OomHandler, Watch, on_oom, watch
 

@@ -265,6 +265,8 @@ def _declare(lib):
         "cca_default_record_history": (st, [sz]),
         "cca_history_walk_sized": (st, [vp, vp, vp, c.POINTER(c.c_uint64), sz]),
         "cca_history_action_string": (c.c_char_p, [i]),
+        "cca_history_set_context": (None, [vp, c.c_uint]),
+        "cca_history_set_skip": (None, [c.c_uint]),
         "cca_get_config_sized": (st, [vp, vp, sz]),
     }
     for name, (res, args) in sigs.items():

@@ -12,10 +12,9 @@ device; another type is a TypeError, another device a ValueError.
 
 import collections
 import ctypes
-import json
 import numbers
 
-from . import _core, _lib
+from . import _core, _lib, _torchinfo
 
 __all__ = [
     "configure", "config_keys", "memory_stats", "memory_stats_as_nested_dict", "memory_allocated",
@@ -57,22 +56,38 @@ def _stat_dict(stat):
     return {p: int(getattr(stat, p)) for p in _PARTS}
 
 
+# torch's nested memory_stats, in torch's order: what cca has of each torch
+# figure (the running torch's own names decide which: cca._torchinfo)
+_COUNTERS = ("num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
+             "num_device_free", "num_oom_rejections")
+_NESTED = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+           "reserved_bytes_by_private_pools", "active_bytes", "inactive_split_bytes", "requested_bytes",
+           "oversize_allocations", "oversize_segments")
+
+
 def memory_stats_as_nested_dict(device=None):
-    """torch.cuda.memory_stats_as_nested_dict(), from cca."""
+    """torch.cuda.memory_stats_as_nested_dict(), from cca, with the figures
+    the torch this process imported has (all of torch 2.15's where no torch
+    is imported): num_oom_rejections (torch 2.12's count of allocations its
+    throw_on_cudamalloc_oom policy rejects before trying the device: cca has
+    no such policy, a cap's refusal is an out-of-memory counted in
+    num_ooms, so 0) and reserved_bytes_by_private_pools (per private pool:
+    cca has none, so {}) where torch has them."""
     s = _core.stats(device)
-    out = {"num_alloc_retries": int(s.num_alloc_retries), "num_ooms": int(s.num_ooms),
-           "max_split_size": int(s.max_split_size), "num_sync_all_streams": int(s.num_sync_all_streams),
-           "num_device_alloc": int(s.num_device_alloc), "num_device_free": int(s.num_device_free)}
-    if _torch_counts_oom_rejections():
-        # torch 2.12's count of allocations its throw_on_cudamalloc_oom policy
-        # rejects before trying the device; cca has no such policy (a cap's
-        # refusal is an out-of-memory, counted in num_ooms): none, ever
-        out["num_oom_rejections"] = 0
-    for name in _STATS:
-        arr = getattr(s, name)
-        out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
-    out["oversize_allocations"] = _stat_dict(s.oversize_allocations)
-    out["oversize_segments"] = _stat_dict(s.oversize_segments)
+    out = {}
+    for name in _COUNTERS:
+        if _torchinfo.has(name):
+            out[name] = int(getattr(s, name)) if name != "num_oom_rejections" else 0
+    for name in _NESTED:
+        if not _torchinfo.has(name):
+            continue
+        if name == "reserved_bytes_by_private_pools":
+            out[name] = {}
+        elif name.startswith("oversize_"):
+            out[name] = _stat_dict(getattr(s, name))
+        else:
+            arr = getattr(s, name)
+            out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
     return out
 
 
@@ -88,26 +103,10 @@ def expandable_stats(device=None):
             "num_device_free": int(s.num_device_free)}
 
 
-def _torch_counts_oom_rejections():
-    """Whether the torch this process imported reports num_oom_rejections
-    (torch 2.12 and later); True where no torch is imported."""
-    import sys
-    torch = sys.modules.get("torch")
-    ver = getattr(torch, "__version__", None) if torch is not None else None
-    if not ver:
-        return True
-    try:
-        major, minor = (int(x) for x in str(ver).split("+")[0].split(".")[:2])
-    except ValueError:
-        return True
-    return (major, minor) >= (2, 12)
-
-
 def memory_stats(device=None):
     """torch.cuda.memory_stats(): a flat, sorted dict with the keys of the
     torch this process imported ("allocated_bytes.all.current", "num_ooms",
-    ...; num_oom_rejections from torch 2.12 on, and where no torch is
-    imported), from cca. Every figure means what torch's does:
+    ...; see memory_stats_as_nested_dict), from cca. Every figure means what torch's does:
     ``requested_bytes`` and ``active_bytes`` drop when the streams that used
     a freed block have finished with it (checked against torch's own
     allocator on the same programs: python/tests/frameworks)."""
@@ -165,22 +164,26 @@ def empty_cache():
 
 
 def memory_summary(device=None, abbreviated=False):
-    """A table like torch.cuda.memory_summary(), with cca's fragmentation figures."""
-    del abbreviated                                   # one form, as torch's abbreviated=False
-    return _core.text_of(_lib.lib().cca_memory_summary, _core.allocator(device))
+    """A table like torch.cuda.memory_summary(), with cca's fragmentation
+    figures; abbreviated=True leaves out the per-pool rows, as torch's."""
+    text = _core.text_of(_lib.lib().cca_memory_summary, _core.allocator(device))
+    if abbreviated:
+        text = "".join(line for line in text.splitlines(True)
+                       if not line.lstrip("| ").startswith(("from large pool", "from small pool")))
+    return text
 
 
-def memory_snapshot():
+def memory_snapshot(mempool_id=None, include_traces=True):
     """torch.cuda.memory_snapshot(): every segment of every device cca uses,
-    with its blocks, in torch's layout (list of dicts). With no allocator
-    yet, [] where the runtime has a device, else its error (no driver)."""
-    segs = []
-    found = _core.existing_allocators()
-    if not found:
-        _core.device_index(None)
-    for _, a in found:
-        segs.extend(json.loads(_core.text_of(_lib.lib().cca_snapshot_json, a))["segments"])
-    return segs
+    with its blocks (and their allocations' Python frames, while
+    record_history keeps them), in torch's layout (list of dicts;
+    segment_pool_id (0, 0): cca has no private pools, so another mempool_id
+    has no segments). include_traces is accepted, as torch's: segments hold
+    no trace. With no allocator yet, [] where the runtime has a device, else
+    its error (no driver)."""
+    del include_traces
+    from . import snapshots
+    return snapshots.segments(mempool_id)
 
 
 def mem_get_info(device=None):

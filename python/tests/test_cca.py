@@ -54,24 +54,45 @@ def c_stats(device):
     return s
 
 
-def test_memory_stats_has_exactly_torchs_keys(sim, monkeypatch):
-    """The keys of the torch the process imported: 2.11's without
-    num_oom_rejections, 2.12's and later (and no torch) with it."""
+def fake_torch(tmp_path, names):
+    """A torch module whose libtorch_python.so holds `names` as strings of
+    their own (as torch's C++ literals), the way cca reads the running torch."""
+    import types
+    lib = tmp_path / "torch" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    body = b"\0".join([b"x"] + [n.encode() for n in names] + [b"segment_pool_id", b""])   # pool_id: only a tail
+    (lib / "libtorch_python.so").write_bytes(body)
+    return types.SimpleNamespace(__version__="9.9.0", __file__=str(tmp_path / "torch" / "__init__.py"))
+
+
+def test_memory_stats_has_exactly_torchs_keys(sim, monkeypatch, tmp_path):
+    """The keys of the torch the process imported, read from that torch's
+    own library: 2.11's without num_oom_rejections, 2.12's and later with
+    it, 2.15's nested form with reserved_bytes_by_private_pools (which adds
+    no flat key: cca has no private pools); without torch, the newest."""
+    from cca import _torchinfo
     d = sim.fresh_device()
     import sys
-    import types
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     stats = cca.memory_stats(d)
     assert list(stats.keys()) == TORCH_2_12_KEYS
     assert len(stats) == 123 and stats["num_oom_rejections"] == 0
     nested = cca.memory_stats_as_nested_dict(d)
-    assert set(nested) == set(TORCH_COUNTERS + TORCH_STATS + ["oversize_allocations", "oversize_segments",
-                                                             "num_oom_rejections"])
+    assert list(nested) == TORCH_COUNTERS[:6] + ["num_oom_rejections"] + TORCH_STATS[:6] + \
+        ["reserved_bytes_by_private_pools"] + TORCH_STATS[6:] + ["oversize_allocations", "oversize_segments"]
+    assert nested["reserved_bytes_by_private_pools"] == {}
     assert stats["max_split_size"] == -1
-    for version, keys in (("2.11.0+cu130", TORCH_KEYS), ("2.12.0", TORCH_2_12_KEYS), ("2.15.0+cu132", TORCH_2_12_KEYS),
-                          ("3.0.0a0", TORCH_2_12_KEYS)):
-        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__=version))
-        assert list(cca.memory_stats(d).keys()) == keys, version
+    base = TORCH_COUNTERS[:6] + TORCH_STATS + ["oversize_allocations", "oversize_segments"]
+    for names, keys in ((base, TORCH_KEYS), (base + ["num_oom_rejections"], TORCH_2_12_KEYS),
+                        (base + ["num_oom_rejections", "reserved_bytes_by_private_pools"], TORCH_2_12_KEYS)):
+        monkeypatch.setattr(_torchinfo, "_found", {})
+        monkeypatch.setattr(_torchinfo, "_data", [])
+        monkeypatch.setitem(sys.modules, "torch", fake_torch(tmp_path / str(len(names)), names))
+        assert list(cca.memory_stats(d).keys()) == keys, names
+        assert ("reserved_bytes_by_private_pools" in cca.memory_stats_as_nested_dict(d)) == \
+            ("reserved_bytes_by_private_pools" in names)
+    monkeypatch.setattr(_torchinfo, "_found", {})
+    monkeypatch.setattr(_torchinfo, "_data", [])
 
 
 def test_hook_allocations_are_seen_by_the_package(sim, hooks):

@@ -11,6 +11,7 @@ import pytest
 
 import cca
 from cca import _lib
+import cmem
 from cmem import _alloc, c_free, c_malloc, run_thread_to_its_end
 
 MiB = 1 << 20
@@ -101,7 +102,17 @@ def test_events_recorded_exactly(recording):
     assert (h[1]["addr"], h[1]["size"], "tag" in h[1]) == (p, 1000, False)
     assert (h[3]["addr"], h[3]["size"], h[3]["tag"]) == (q, 5 * MiB, "weights")
     assert (h[4]["addr"], h[4]["size"]) == (p, 1000)
-    assert all(e["frames"] == [] and e["stream"] == 0 for e in h)
+    assert all(e["stream"] == 0 for e in h)
+    # the Python frames of each call, innermost first (context="all": frees' too); a
+    # call's segment and completion events carry the frames of the call that made them
+    here = {"name": "test_events_recorded_exactly", "filename": __file__}
+    alloc_at = {"name": "c_malloc", "filename": cmem.__file__, "line": 17}
+    free_at = {"name": "c_free", "filename": cmem.__file__, "line": 22}
+    assert h[1]["frames"][0] == alloc_at and {**h[1]["frames"][1], "line": 0} == {**here, "line": 0}
+    assert h[1]["frames"][1]["line"] == h[3]["frames"][1]["line"] - 2
+    assert h[0]["frames"] == h[1]["frames"] and h[2]["frames"] == h[3]["frames"]
+    assert h[4]["frames"][0] == free_at and h[5]["frames"] == h[4]["frames"]
+    assert [e["compile_context"] for e in h] == ["N/A"] * 6 and {e["pool_id"] for e in h} == {(0, 0)}
     assert [e["time_us"] for e in h] == sorted(e["time_us"] for e in h)
     c_free(d, q)
     cca.empty_cache()
@@ -132,8 +143,13 @@ def test_snapshot_in_torchs_layout_read_and_replayed(recording, tmp_path, sim):
     path = tmp_path / "snap.pickle"
     cca.dump_snapshot(str(path))
     with open(path, "rb") as f:
+        assert f.read(2) == b"\x80\x04", "pickle protocol 4: torch's web viewer reads no later one"
+        f.seek(0)
         data = pickle.load(f)
-    assert set(data) == {"segments", "device_traces", "allocator_settings"}
+    assert set(data) == {"segments", "device_traces", "allocator_settings", "external_annotations", "host_segments",
+                         "host_traces"}, "torch 2.15's keys"
+    assert data["external_annotations"] == data["host_segments"] == data["host_traces"] == []
+    assert {s["segment_pool_id"] for s in data["segments"]} == {(0, 0)}, "a tuple, as torch's"
     viewer_reads(data)
     assert len(data["device_traces"]) >= d + 1
     trace = data["device_traces"][d]
@@ -190,8 +206,11 @@ def test_bound_all_devices_and_bad_arguments(shared_device):
     for bad, exc in ((0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)):
         with pytest.raises(exc):
             cca.record_history(True, max_entries=bad)
+    for bad in ({"enabled": "yes"}, {"context": "some"}, {"stacks": "cpp"}, {"skip_actions": ["allocs"]}):
+        with pytest.raises(ValueError):
+            cca.record_history(**bad)
     with pytest.raises(TypeError):
-        cca.record_history("yes")
+        cca.record_history(skip_actions="alloc")
     cca.record_history("all", max_entries=5, device=d)   # torch's spellings
     cca.record_history(None, device=d)
     assert cca.history(d) == []

@@ -1,0 +1,414 @@
+/* pystacks.c - the Python frames of each recorded allocation, for torch's
+ * memory history (torch.cuda.memory._record_memory_history(stacks="python")
+ * under cca, and cca.record_history(stacks="python")).
+ *
+ * cca_pystacks_capture is libcca's context function (cca_history_set_context):
+ * while an allocator records, cca_malloc and cca_free call it on the calling
+ * thread before taking any lock of cca's. It reads the thread's Python frames
+ * through the interpreter's C API, found in the running process with dlsym
+ * (nothing here links libpython, and nothing runs in a process without
+ * Python), and returns the id of that stack, interned: the same frames give
+ * the same id. cca_pystacks_json turns an id back into torch's frame list.
+ *
+ * Which threads: one that holds the interpreter lock (GIL) is read at once;
+ * one that has a Python thread state but released the lock (eager PyTorch's
+ * operators release it, ctypes calls do) takes it back for the read, as
+ * torch's own allocator does for its allocations and frees - no lock of
+ * cca's is held then, nor torch's (CUDAPluggableAllocator calls the free
+ * hook after dropping its own); a thread that never ran Python (a CUDA
+ * library's) gets no frames and never waits.
+ *
+ * What it costs: one walk of the thread's frames per call, hashing (code,
+ * line) pairs; a code object's file and function names are read once and
+ * kept (the code object with them, so its address is never reused). Nothing
+ * runs when not recording: libcca calls it only then. The table's lock is
+ * never held across a call into Python (a collection that runs while frames
+ * are read may free tensors, and so call this again). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include "cca.h"
+
+#define PYSTACKS_API __attribute__((visibility("default")))
+#define PYSTACKS_DEPTH 512                            /* frames kept per stack, innermost first */
+
+typedef void *pyobj;
+static struct {
+    int (*is_initialized)(void);
+    int (*is_finalizing)(void);
+    void *(*this_thread_state)(void);
+    int (*gil_check)(void);
+    int (*gil_ensure)(void);
+    void (*gil_release)(int);
+    pyobj (*get_frame)(void);
+    pyobj (*frame_back)(pyobj);
+    pyobj (*frame_code)(pyobj);
+    int (*frame_line)(pyobj);
+    void (*incref)(pyobj);
+    void (*decref)(pyobj);
+    pyobj (*getattr)(pyobj, pyobj);
+    const char *(*utf8)(pyobj, ssize_t *);
+    pyobj (*intern)(const char *);
+    void (*err_fetch)(pyobj *, pyobj *, pyobj *);
+    void (*err_restore)(pyobj, pyobj, pyobj);
+    pyobj s_filename, s_name;
+} py;
+static atomic_bool py_ready;                           /* py is filled */
+static atomic_int py_actions;                           /* capture for: bit 1 << action */
+
+typedef struct { pyobj code; char *file, *name; } code_t;
+typedef struct { uint32_t code; int32_t line; } frame_t;
+typedef struct { size_t first; uint32_t n; uint64_t hash; char *json; } pystack_t;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static code_t *codes;
+static size_t n_codes, cap_codes;
+static uint32_t *code_slots;                           /* open addressing: index + 1 by code address */
+static size_t code_slot_cap;
+static frame_t *frames;
+static size_t n_frames, cap_frames;
+static pystack_t *stacks;
+static size_t n_stacks, cap_stacks;
+static uint32_t *stack_slots;                          /* open addressing: index + 1 by hash */
+static size_t stack_slot_cap;
+static uint32_t generation = 1;                        /* ids: generation << 32 | index + 1 */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* The index of code in codes, or -1 (mu held). */
+static long code_find(pyobj code)
+{
+    if (!code_slot_cap) return -1;
+    size_t mask = code_slot_cap - 1, i = (size_t)mix(0, (uintptr_t)code) & mask;
+    for (; code_slots[i]; i = (i + 1) & mask)
+        if (codes[code_slots[i] - 1].code == code) return (long)code_slots[i] - 1;
+    return -1;
+}
+
+static bool code_rehash(size_t cap)
+{
+    uint32_t *s = calloc(cap, sizeof *s);
+    if (!s) return false;
+    for (size_t k = 0; k < n_codes; k++) {
+        size_t i = (size_t)mix(0, (uintptr_t)codes[k].code) & (cap - 1);
+        while (s[i]) i = (i + 1) & (cap - 1);
+        s[i] = (uint32_t)k + 1;
+    }
+    free(code_slots);
+    code_slots = s;
+    code_slot_cap = cap;
+    return true;
+}
+
+/* Adds code (a reference the table keeps) with its names (mu held); false
+ * where host memory ran out. */
+static bool code_add(pyobj code, char *file, char *name)
+{
+    if ((n_codes + 1) * 2 > code_slot_cap && !code_rehash(code_slot_cap ? code_slot_cap * 2 : 256)) return false;
+    if (!grow((void **)&codes, &cap_codes, n_codes + 1, sizeof *codes)) return false;
+    codes[n_codes++] = (code_t){ code, file, name };
+    size_t mask = code_slot_cap - 1, i = (size_t)mix(0, (uintptr_t)code) & mask;
+    while (code_slots[i]) i = (i + 1) & mask;
+    code_slots[i] = (uint32_t)n_codes;
+    return true;
+}
+
+static bool stack_rehash(size_t cap)
+{
+    uint32_t *s = calloc(cap, sizeof *s);
+    if (!s) return false;
+    for (size_t k = 0; k < n_stacks; k++) {
+        size_t i = (size_t)stacks[k].hash & (cap - 1);
+        while (s[i]) i = (i + 1) & (cap - 1);
+        s[i] = (uint32_t)k + 1;
+    }
+    free(stack_slots);
+    stack_slots = s;
+    stack_slot_cap = cap;
+    return true;
+}
+
+/* The id of the stack f[0..n) (mu held), interned; 0 where memory ran out. */
+static uint64_t stack_intern(const frame_t *f, uint32_t n)
+{
+    uint64_t h = mix(n, 0);
+    for (uint32_t k = 0; k < n; k++) h = mix(mix(h, f[k].code), (uint32_t)f[k].line);
+    if (stack_slot_cap) {
+        size_t mask = stack_slot_cap - 1;
+        for (size_t i = (size_t)h & mask; stack_slots[i]; i = (i + 1) & mask) {
+            const pystack_t *s = &stacks[stack_slots[i] - 1];
+            if (s->hash == h && s->n == n && !memcmp(&frames[s->first], f, n * sizeof *f))
+                return (uint64_t)generation << 32 | stack_slots[i];
+        }
+    }
+    if ((n_stacks + 1) * 2 > stack_slot_cap && !stack_rehash(stack_slot_cap ? stack_slot_cap * 2 : 1024)) return 0;
+    if (!grow((void **)&stacks, &cap_stacks, n_stacks + 1, sizeof *stacks) ||
+        !grow((void **)&frames, &cap_frames, n_frames + n, sizeof *frames))
+        return 0;
+    memcpy(&frames[n_frames], f, n * sizeof *f);
+    stacks[n_stacks++] = (pystack_t){ n_frames, n, h, NULL };
+    n_frames += n;
+    size_t mask = stack_slot_cap - 1, i = (size_t)h & mask;
+    while (stack_slots[i]) i = (i + 1) & mask;
+    stack_slots[i] = (uint32_t)n_stacks;
+    return (uint64_t)generation << 32 | n_stacks;
+}
+
+/* A copy of str attribute `attr` of code (GIL held), or NULL. */
+static char *code_string(pyobj code, pyobj attr)
+{
+    pyobj v = py.getattr(code, attr);
+    if (!v) return NULL;
+    ssize_t len = 0;
+    const char *s = py.utf8(v, &len);
+    char *copy = s ? strndup(s, (size_t)len) : NULL;
+    py.decref(v);
+    return copy;
+}
+
+/* Reads the calling thread's frames (GIL held) into f, code objects as new
+ * references in refs; returns how many. */
+static uint32_t frames_read(pyobj *refs, int32_t *lines)
+{
+    uint32_t n = 0;
+    pyobj fr = py.get_frame();                         /* borrowed */
+    if (!fr) return 0;
+    py.incref(fr);
+    while (fr && n < PYSTACKS_DEPTH) {
+        refs[n] = py.frame_code(fr);
+        lines[n] = py.frame_line(fr);
+        if (refs[n]) n++;
+        pyobj back = py.frame_back(fr);
+        py.decref(fr);
+        fr = back;
+    }
+    if (fr) py.decref(fr);
+    return n;
+}
+
+/* The stack of code objects refs[0..n) at lines (GIL held): their names
+ * read where new, then interned. */
+static uint64_t stack_of(pyobj *refs, const int32_t *lines, uint32_t n)
+{
+    frame_t f[PYSTACKS_DEPTH];
+    bool missing[PYSTACKS_DEPTH];
+    uint32_t n_missing = 0;
+    pthread_mutex_lock(&mu);
+    for (uint32_t k = 0; k < n; k++) {
+        long c = code_find(refs[k]);
+        missing[k] = c < 0;
+        n_missing += missing[k];
+        f[k] = (frame_t){ c < 0 ? 0 : (uint32_t)c, lines[k] };
+    }
+    pthread_mutex_unlock(&mu);
+    if (n_missing) {                                   /* outside mu: reading attributes runs Python */
+        pyobj et, ev, etb;
+        py.err_fetch(&et, &ev, &etb);
+        char *file[PYSTACKS_DEPTH], *name[PYSTACKS_DEPTH];
+        for (uint32_t k = 0; k < n; k++)
+            if (missing[k]) {
+                file[k] = code_string(refs[k], py.s_filename);
+                name[k] = code_string(refs[k], py.s_name);
+            }
+        py.err_restore(et, ev, etb);
+        pthread_mutex_lock(&mu);
+        for (uint32_t k = 0; k < n; k++) {
+            if (!missing[k]) continue;
+            long c = code_find(refs[k]);               /* another thread's call may have added it */
+            if (c < 0 && file[k] && name[k] && code_add(refs[k], file[k], name[k])) {
+                py.incref(refs[k]);                    /* the table's own reference: its address stays its */
+                c = (long)n_codes - 1;
+                file[k] = name[k] = NULL;
+            }
+            free(file[k]);
+            free(name[k]);
+            if (c < 0) {                               /* host memory ran out: no frames */
+                pthread_mutex_unlock(&mu);
+                return 0;
+            }
+            f[k].code = (uint32_t)c;
+        }
+    } else {
+        pthread_mutex_lock(&mu);
+    }
+    uint64_t id = stack_intern(f, n);
+    pthread_mutex_unlock(&mu);
+    return id;
+}
+
+PYSTACKS_API uint64_t cca_pystacks_capture(int action)
+{
+    if (!atomic_load_explicit(&py_ready, memory_order_acquire) ||
+        !(atomic_load_explicit(&py_actions, memory_order_relaxed) >> action & 1))
+        return 0;
+    if (!py.is_initialized() || (py.is_finalizing && py.is_finalizing())) return 0;
+    if (!py.this_thread_state()) return 0;             /* a thread that never ran Python */
+    bool held = py.gil_check();
+    int state = held ? 0 : py.gil_ensure();
+    pyobj refs[PYSTACKS_DEPTH];
+    int32_t lines[PYSTACKS_DEPTH];
+    uint32_t n = frames_read(refs, lines);
+    uint64_t id = n ? stack_of(refs, lines, n) : 0;
+    for (uint32_t k = 0; k < n; k++) py.decref(refs[k]);
+    if (!held) py.gil_release(state);
+    return id;
+}
+
+static void *sym(const char *name, bool *ok)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p) *ok = false;
+    return p;
+}
+
+/* Finds the interpreter's C API in this process and captures for `actions`
+ * (bit 1 << CCA_HISTORY_ALLOC, 1 << CCA_HISTORY_FREE_REQUESTED; 0: none).
+ * Returns 0, or -1 where this process has no Python interpreter. */
+PYSTACKS_API int cca_pystacks_start(int actions)
+{
+    if (!atomic_load_explicit(&py_ready, memory_order_acquire)) {
+        bool ok = true;
+        *(void **)&py.is_initialized = sym("Py_IsInitialized", &ok);
+        *(void **)&py.this_thread_state = sym("PyGILState_GetThisThreadState", &ok);
+        *(void **)&py.gil_check = sym("PyGILState_Check", &ok);
+        *(void **)&py.gil_ensure = sym("PyGILState_Ensure", &ok);
+        *(void **)&py.gil_release = sym("PyGILState_Release", &ok);
+        *(void **)&py.get_frame = sym("PyEval_GetFrame", &ok);
+        *(void **)&py.frame_back = sym("PyFrame_GetBack", &ok);
+        *(void **)&py.frame_code = sym("PyFrame_GetCode", &ok);
+        *(void **)&py.frame_line = sym("PyFrame_GetLineNumber", &ok);
+        *(void **)&py.incref = sym("Py_IncRef", &ok);
+        *(void **)&py.decref = sym("Py_DecRef", &ok);
+        *(void **)&py.getattr = sym("PyObject_GetAttr", &ok);
+        *(void **)&py.utf8 = sym("PyUnicode_AsUTF8AndSize", &ok);
+        *(void **)&py.intern = sym("PyUnicode_InternFromString", &ok);
+        *(void **)&py.err_fetch = sym("PyErr_Fetch", &ok);
+        *(void **)&py.err_restore = sym("PyErr_Restore", &ok);
+        bool fin = true;                               /* Py_IsFinalizing from 3.13, _Py_IsFinalizing before */
+        *(void **)&py.is_finalizing = sym("Py_IsFinalizing", &fin);
+        if (!fin) *(void **)&py.is_finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+        if (!ok || !py.is_initialized()) return -1;
+        int state = py.gil_ensure();
+        py.s_filename = py.intern("co_filename");
+        py.s_name = py.intern("co_name");
+        py.gil_release(state);
+        if (!py.s_filename || !py.s_name) return -1;
+        atomic_store_explicit(&py_ready, true, memory_order_release);
+    }
+    atomic_store_explicit(&py_actions, actions, memory_order_relaxed);
+    return 0;
+}
+
+/* Forgets every stack (ids given before mean no frames from now on); the
+ * code objects the table kept are released. */
+PYSTACKS_API void cca_pystacks_clear(void)
+{
+    pthread_mutex_lock(&mu);
+    code_t *old = codes;
+    size_t n_old = n_codes;
+    for (size_t k = 0; k < n_stacks; k++) free(stacks[k].json);
+    codes = NULL;
+    n_codes = cap_codes = n_stacks = n_frames = 0;
+    free(code_slots);
+    free(stack_slots);
+    code_slots = NULL;
+    stack_slots = NULL;
+    code_slot_cap = stack_slot_cap = 0;
+    generation++;
+    pthread_mutex_unlock(&mu);
+    if (n_old && atomic_load_explicit(&py_ready, memory_order_acquire) && py.is_initialized()) {
+        int state = py.gil_ensure();
+        for (size_t k = 0; k < n_old; k++) py.decref(old[k].code);
+        py.gil_release(state);
+    }
+    for (size_t k = 0; k < n_old; k++) {
+        free(old[k].file);
+        free(old[k].name);
+    }
+    free(old);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* The frames of stack `id` as torch writes them, innermost first:
+ * [{"name": ..., "filename": ..., "line": N}, ...] ("[]" for 0, an id of
+ * before the last clear, or one never given), copied into buf (cap bytes,
+ * NUL-terminated where it fits); returns the text's length without the NUL
+ * (cap too small: call again with that plus one). */
+PYSTACKS_API size_t cca_pystacks_json(uint64_t id, char *buf, size_t cap)
+{
+    pthread_mutex_lock(&mu);
+    uint64_t k = id & 0xffffffffu;
+    pystack_t *s = id >> 32 == generation && k && k <= n_stacks ? &stacks[k - 1] : NULL;
+    if (s && !s->json) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            fputc('[', f);
+            for (uint32_t j = 0; j < s->n; j++) {
+                const frame_t *fr = &frames[s->first + j];
+                fputs(j ? ", {\"name\": " : "{\"name\": ", f);
+                json_str(f, codes[fr->code].name);
+                fputs(", \"filename\": ", f);
+                json_str(f, codes[fr->code].file);
+                fprintf(f, ", \"line\": %d}", fr->line);
+            }
+            fputc(']', f);
+            if (fclose(f) == 0) s->json = text;
+            else free(text);
+        }
+    }
+    const char *out = s && s->json ? s->json : "[]";
+    size_t len = strlen(out);
+    if (buf && cap) {
+        size_t n = len < cap ? len : cap - 1;
+        memcpy(buf, out, n);
+        buf[n] = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return len;
+}
+
+/* How many distinct stacks and code objects the table holds. */
+PYSTACKS_API void cca_pystacks_counts(size_t *n_stacks_out, size_t *n_codes_out)
+{
+    pthread_mutex_lock(&mu);
+    if (n_stacks_out) *n_stacks_out = n_stacks;
+    if (n_codes_out) *n_codes_out = n_codes;
+    pthread_mutex_unlock(&mu);
+}
