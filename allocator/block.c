@@ -118,4 +118,5 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
     }
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;
+    b->context = 0;                                   /* the all-locked path sets it while recording */
 }

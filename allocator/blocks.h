@@ -234,6 +234,7 @@ static inline void _cca_unparked(cca_allocator_t *a, cca_stream_t *st, int pool,
     if (st->park_score[pool] < 3) st->park_score[pool]++;   /* parking paid */
     b->state = CCA_BLOCK_ALLOCATED;
     b->requested = requested;
+    b->context = 0;                                   /* the all-locked path sets it while recording */
 }
 
 /* The block parked in st's pool, carved for a request of `size` bytes if

@@ -164,8 +164,6 @@ cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
         old->dropped += skip;
         free(h);
     } else if (h) {
-        for (cca_segment_t *s = a->segments; s; s = s->next)   /* contexts of an earlier recording mean nothing now */
-            for (cca_block_t *b = s->first; b; b = b->next) b->context = 0;
         a->history = h;
         a->host_bytes += (int64_t)sizeof *h;
         atomic_fetch_or_explicit(&a->hooks, CCA_HOOK_HISTORY, memory_order_relaxed);
@@ -216,6 +214,23 @@ const char *cca_history_action_string(int action)
     case CCA_HISTORY_SEGMENT_ALLOC: return "segment_alloc";
     case CCA_HISTORY_SEGMENT_FREE: return "segment_free";
     case CCA_HISTORY_OOM: return "oom";
+    case CCA_HISTORY_SNAPSHOT: return "snapshot";
     default: return "unknown";
     }
+}
+
+cca_status_t cca_history_mark_snapshot(cca_allocator_t *a)
+{
+    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_mark_snapshot: allocator is NULL");
+    _cca_lock_all(a);
+    if (_cca_history_on(a)) {
+        cca_stats_t s;
+        _cca_counters_view(a, &s);
+        uint64_t ctx = _cca_history_context;
+        _cca_history_context = 0;                     /* torch's snapshot events have no frames */
+        _cca_history_add(a, CCA_HISTORY_SNAPSHOT, 0, (size_t)s.allocated_bytes[CCA_POOL_ALL].current, NULL, 0, 0);
+        _cca_history_context = ctx;
+    }
+    _cca_unlock_all(a, NULL);
+    return CCA_OK;
 }

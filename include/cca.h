@@ -628,6 +628,7 @@ typedef enum cca_history_action {
     CCA_HISTORY_SEGMENT_ALLOC,          /* "segment_alloc": cudaMalloc (expandable segments: a handle mapped) */
     CCA_HISTORY_SEGMENT_FREE,           /* "segment_free": cudaFree (expandable segments: a handle unmapped) */
     CCA_HISTORY_OOM,                    /* "oom": a request failed */
+    CCA_HISTORY_SNAPSHOT,               /* "snapshot": a snapshot was taken (cca_history_mark_snapshot) */
 } cca_history_action_t;
 
 #define CCA_HISTORY_ENTRY_FIELDS(X) \
@@ -670,10 +671,18 @@ CCA_PLAIN_(cca_status_t, cca_history_walk, (cca_allocator_t *a, cca_history_fn f
  * call records (the segment it obtains, an out-of-memory, frees it
  * completes) and, for an allocation, of the block (cca_block_info_t's
  * context) until it is freed. cca never interprets it (0: none). fn NULL:
- * none. Process-wide, for every allocator. Starting to record clears every
- * block's context. */
+ * none. Process-wide, for every allocator. A block allocated while its
+ * allocator does not record has none; one allocated while it recorded
+ * keeps its context after recording stops (torch keeps a live block's
+ * frames too). */
 typedef uint64_t (*cca_context_fn)(int action);
 CCA_API void cca_history_set_context(cca_context_fn fn, unsigned actions);
+
+/* Records a "snapshot" event (size: the bytes allocated now; addr 0, the
+ * legacy stream), as torch's allocator does after each snapshot it gives,
+ * where a's history is on; nothing otherwise. CCA_ERROR_INVALID_ARGUMENT
+ * for a NULL allocator. */
+CCA_API cca_status_t cca_history_mark_snapshot(cca_allocator_t *a);
 
 /* Actions not to record (bit 1 << action; torch's skip_actions), for every
  * allocator; 0: record all. */

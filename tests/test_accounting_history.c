@@ -320,6 +320,7 @@ Test(history, sized_entries_and_bad_input)
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_SEGMENT_ALLOC), "segment_alloc");
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_SEGMENT_FREE), "segment_free");
     cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_OOM), "oom");
+    cr_assert_str_eq(cca_history_action_string(CCA_HISTORY_SNAPSHOT), "snapshot");
     cr_assert_str_eq(cca_history_action_string(0), "unknown");
     cr_assert_str_eq(cca_history_action_string(99), "unknown");
     const cca_struct_layout_t *l = cca_struct_layout("cca_history_entry_t");
@@ -602,21 +603,34 @@ Test(history, a_context_function_that_allocates_nests)
     finish(a);
 }
 
-Test(history, recording_again_clears_the_blocks_contexts)
+Test(history, a_block_keeps_its_context_after_recording_and_a_reused_one_has_none)
 {
     cca_allocator_t *a = make_alloc("");
     ctx_next = 500;
     cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC);
     cr_assert_eq(cca_record_history(a, 100), CCA_OK);
-    void *p = alloc_ok(a, 3000, NULL);
+    void *p = alloc_ok(a, 3000, NULL);                /* 501 */
+    void *q = alloc_ok(a, 5000, NULL);                /* 502 */
     cr_assert_eq(cca_record_history(a, 0), CCA_OK);
-    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
-    cca_history_set_context(NULL, 0);
+    free_ok(a, q);                                    /* on the hot path now */
+    void *r = alloc_ok(a, 5000, NULL);                /* q's block again, not recording */
+    cr_assert_eq(r, q);
     size_t n = 0;
     cr_assert_eq(cca_snapshot_walk(a, NULL, block_context, &n), CCA_OK);
-    cr_assert_eq(n, 1u);
-    cr_assert_eq(blocks_context[0], 0u, "a context of the earlier recording");
+    cr_assert_eq(n, 2u);
+    cr_assert_eq(blocks_context[0], 501u, "allocated while recording: kept");
+    cr_assert_eq(blocks_context[1], 0u, "allocated after: none, though its block had 502");
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    free_ok(a, r);
+    r = alloc_ok(a, 5000, NULL);                      /* all locked again: 503 */
+    n = 0;
+    cr_assert_eq(cca_snapshot_walk(a, NULL, block_context, &n), CCA_OK);
+    cr_assert_eq(blocks_context[0], 501u, "recording again keeps what it had");
+    cr_assert_eq(blocks_context[1], 503u);
+    cca_history_set_context(NULL, 0);
+    cr_assert_eq(cca_record_history(a, 0), CCA_OK);
     free_ok(a, p);
+    free_ok(a, r);
     finish(a);
 }
 
@@ -631,5 +645,27 @@ Test(history, skipped_actions_are_not_recorded)
     cr_assert_eq(g->n, 2u);
     cr_assert_eq(g->e[0].action, CCA_HISTORY_ALLOC);
     cr_assert_eq(g->e[1].action, CCA_HISTORY_FREE_COMPLETED);
+    finish(a);
+}
+
+Test(history, a_snapshot_mark_with_the_allocated_bytes)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cca_history_mark_snapshot(a), CCA_OK, "not recording: nothing");
+    cr_assert_eq(cca_history_mark_snapshot(NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_record_history(a, 100), CCA_OK);
+    void *p = alloc_ok(a, 3000, NULL);                /* 3072 allocated */
+    cca_history_set_context(give_context, 1u << CCA_HISTORY_ALLOC);
+    cr_assert_eq(cca_history_mark_snapshot(a), CCA_OK);
+    cca_history_set_context(NULL, 0);
+    got_t *g = walk(a, NULL);
+    cr_assert_eq(g->n, 3u);
+    expect(&g->e[2], CCA_HISTORY_SNAPSHOT, NULL, 3072, NULL, 0);
+    cr_assert_eq(g->e[2].context, 0u, "a snapshot has no caller's context");
+    cca_history_set_skip(1u << CCA_HISTORY_SNAPSHOT);
+    cr_assert_eq(cca_history_mark_snapshot(a), CCA_OK);
+    cca_history_set_skip(0);
+    cr_assert_eq(walk(a, NULL)->n, 3u, "skipped");
+    free_ok(a, p);
     finish(a);
 }

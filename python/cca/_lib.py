@@ -267,6 +267,7 @@ def _declare(lib):
         "cca_history_action_string": (c.c_char_p, [i]),
         "cca_history_set_context": (None, [vp, c.c_uint]),
         "cca_history_set_skip": (None, [c.c_uint]),
+        "cca_history_mark_snapshot": (st, [vp]),
         "cca_get_config_sized": (st, [vp, vp, sz]),
     }
     for name, (res, args) in sigs.items():

@@ -4,7 +4,8 @@
 ``has(name)`` tells whether the running torch's own code knows a figure or
 field name: torch writes the names of memory_stats() and its snapshots from
 C++ string literals in ``libtorch_python.so``, so a name is known when that
-library holds it as a string of its own. This is how cca's memory_stats()
+library holds it as a string (or as the tail of one: the linker stores a
+string that ends another only once). This is how cca's memory_stats()
 gives each torch exactly its keys (``num_oom_rejections`` from torch 2.12,
 ``reserved_bytes_by_private_pools`` in the nested form of 2.15) without a
 list of versions. Without torch imported, every name is known (the newest
@@ -42,7 +43,7 @@ def has(name):
         return True
     if name not in _found:
         data = _library()
-        _found[name] = data is None or data.find(b"\0" + name.encode() + b"\0") >= 0
+        _found[name] = data is None or data.find(name.encode() + b"\0") >= 0   # a string, or a tail of one
     return _found[name]
 
 

@@ -29,11 +29,12 @@ from . import _core, _lib, _torchinfo
 from ._core import tag_name
 
 __all__ = ["record_history", "history", "snapshot", "dump_snapshot", "allocator_settings", "is_recording",
-           "allocation_frames"]
+           "allocation_frames", "segments", "device_count"]
 
 _HISTORY_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
-_ACTIONS = {"alloc": 1, "free_requested": 2, "free_completed": 3, "segment_alloc": 4, "segment_free": 5, "oom": 6}
-_SKIPPABLE = set(_ACTIONS) | {"snapshot"}             # cca records no snapshot events: skipping them is a no-op
+_ACTIONS = {"alloc": 1, "free_requested": 2, "free_completed": 3, "segment_alloc": 4, "segment_free": 5, "oom": 6,
+            "snapshot": 7}
+_SKIPPABLE = set(_ACTIONS)
 _ALLOC, _FREE = 1 << _ACTIONS["alloc"], 1 << _ACTIONS["free_requested"]
 
 # What recording was asked for: enabled ("state", "all" or None) and
@@ -100,7 +101,7 @@ def record_history(enabled="all", context="all", stacks="all", max_entries=sys.m
     later too (torch's); a device: that one's only. clear_history drops the
     events so far. skip_actions: actions not recorded ("alloc",
     "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "oom"; "snapshot", which cca never records). compile_context,
+    "oom", "snapshot": the mark each snapshot leaves, as torch's). compile_context,
     global_record_annotations and record_pinned_host_memory are torch's own
     (torch.compile's context, record_function annotations, pinned host
     memory): not recorded under cca, which warns once. record_cuda False
@@ -138,12 +139,11 @@ def record_history(enabled="all", context="all", stacks="all", max_entries=sys.m
         else:
             _core.check(lib.cca_record_history(a, n), "cca.record_history")
 
-    if enabled is None:
+    if enabled is None:                               # live blocks keep their frames, as torch's do
         lib.cca_history_set_context(None, 0)
         bound(0)
         if _frames:
             _frames[0].cca_pystacks_start(0)
-            _frames[0].cca_pystacks_clear()
         _state.update(enabled=None, context=None)
         return
     if clear_history:
@@ -194,7 +194,9 @@ def _entry(d, frames, with_frames):
     if d["action"] != "oom":
         e["addr"] = d["addr"]
     e.update(size=d["size"], stream=d["stream"], time_us=d["time_us"], compile_context="N/A", user_metadata="",
-             pool_id=(0, 0), frames=frames(ctx) if with_frames else [])
+             pool_id=(0, 0))
+    if d["action"] != "snapshot":                     # torch's snapshot events have no frames
+        e["frames"] = frames(ctx) if with_frames else []
     if d["action"] == "oom":
         e["device_free"] = d["device_free"]
     if "tag" in d:
@@ -253,12 +255,13 @@ def _trace_frames():
 def history(device=None):
     """The recorded events of a device, oldest first, as torch's trace
     entries: dicts with action ("alloc", "free_requested", "free_completed",
-    "segment_alloc", "segment_free", "oom"), addr (not for "oom"), size (the
-    caller's bytes; a segment's; an oom's request), stream, time_us (since
-    the epoch), compile_context ("N/A"), user_metadata (""), pool_id
-    ((0, 0)), frames (the Python frames, innermost first, where context
-    asked for them), tag (where one was in force) and, for "oom",
-    device_free. Empty while not recording, and with enabled="state"."""
+    "segment_alloc", "segment_free", "oom", "snapshot": each snapshot taken
+    while recording, as torch's), addr (not for "oom"), size (the caller's
+    bytes; a segment's; an oom's request; a snapshot's allocated bytes),
+    stream, time_us (since the epoch), compile_context ("N/A"),
+    user_metadata (""), pool_id ((0, 0)), frames (the Python frames,
+    innermost first, where context asked for them; none for "snapshot"),
+    tag (where one was in force) and, for "oom", device_free. Empty while not recording, and with enabled="state"."""
     a = _core.allocator(device, create=False)
     if not a or not _shows_trace():
         return []
@@ -270,7 +273,7 @@ def allocation_frames(ptr):
     """torch.cuda.memory._allocation_traceback: the Python frames of the
     allocation at ptr (its first byte) while it is live, recorded with a
     context; None otherwise."""
-    if not _frames or _state["context"] is None:
+    if not _frames:
         return None
     for _, a in _core.existing_allocators():
         for s in json.loads(_core.text_of(_lib.lib().cca_snapshot_json, a))["segments"]:
@@ -303,7 +306,7 @@ def allocator_settings():
     return out
 
 
-def _device_count():
+def device_count():
     n = ctypes.c_int(0)
     try:
         if _lib.lib().cudaGetDeviceCount(ctypes.byref(n)) != 0:
@@ -313,21 +316,22 @@ def _device_count():
     return n.value
 
 
-def segments(mempool_id=None):
+def segments(mempool_id=None, mark=True):
     """Every segment of every device cca uses, with its blocks, as torch's
     memory_snapshot() gives them (segment_pool_id (0, 0): cca has no private
-    pools, so another mempool_id has none). With no allocator yet, [] where
-    the runtime has a device, else its error (no driver)."""
+    pools, so another mempool_id has none). With no allocator yet - before
+    anything allocated, or without a GPU - [], as torch. mark: leave a
+    "snapshot" event in the history, as torch's memory_snapshot() does
+    (False for cca's own look at its segments)."""
     found = _core.existing_allocators()
-    if not found:
-        _core.device_index(None)
     if mempool_id is not None and tuple(mempool_id) != (0, 0):
         return []
     frames, out = _Frames(), []
-    with_frames = _state["context"] is not None
     for _, a in found:
-        out.extend(_segment(s, frames, with_frames)
+        out.extend(_segment(s, frames, True)
                    for s in json.loads(_core.text_of(_lib.lib().cca_snapshot_json, a))["segments"])
+        if mark:
+            _core.check(_lib.lib().cca_history_mark_snapshot(a), "cca_history_mark_snapshot")   # as torch's, after
     return out
 
 
@@ -337,24 +341,29 @@ def snapshot(device=None, augment_with_fx_traces=False, include_traces=True):
     "external_annotations", "host_segments", "host_traces"} as torch 2.15
     writes them (torch's pinned host memory is torch's, not cca's: its
     lists are empty). device: as torch, every device's (the argument is
-    accepted, as torch's is). augment_with_fx_traces: torch's own
+    accepted, as torch's is). With no allocator yet - before anything
+    allocated, or without a GPU - no segments, and no device's trace where
+    the torch imported has not started CUDA (torch's answer then). augment_with_fx_traces: torch's own
     augmentation of the frames, where this torch has it. Each device's
     segments and events are taken at one moment (cca_snapshot_json_history),
     so every event's segment is in the snapshot or was returned in the
     trace."""
     del device
     found = _core.existing_allocators()
-    if not found:
-        _core.device_index(None)                      # no driver or GPU: says so, as every call does
-    n = max([_device_count()] + [d + 1 for d, _ in found])
+    torch = _torchinfo.torch_module()
+    if not found and torch is not None and not torch.cuda.is_initialized():
+        n = 0                                         # torch's before CUDA starts, and without a GPU
+    else:
+        n = max([device_count()] + [d + 1 for d, _ in found])
     segs, traces = [], [[] for _ in range(n)]
     frames = _Frames()
-    seg_frames, ev_frames = _state["context"] is not None, _trace_frames()
+    ev_frames = _trace_frames()
     for d, a in found:
         data = json.loads(_core.text_of(_lib.lib().cca_snapshot_json_history, a))
-        segs.extend(_segment(s, frames, seg_frames) for s in data["segments"])
+        segs.extend(_segment(s, frames, True) for s in data["segments"])   # a block has a context only if recorded
         if include_traces and _shows_trace():
             traces[d] = [_entry(e, frames, ev_frames) for e in data["trace"]]
+        _core.check(_lib.lib().cca_history_mark_snapshot(a), "cca_history_mark_snapshot")   # as torch's, after
     out = {"segments": segs, "device_traces": traces, "allocator_settings": allocator_settings(),
            "external_annotations": [], "host_segments": [], "host_traces": []}
     if augment_with_fx_traces:

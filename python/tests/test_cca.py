@@ -60,7 +60,7 @@ def fake_torch(tmp_path, names):
     import types
     lib = tmp_path / "torch" / "lib"
     lib.mkdir(parents=True, exist_ok=True)
-    body = b"\0".join([b"x"] + [n.encode() for n in names] + [b"segment_pool_id", b""])   # pool_id: only a tail
+    body = b"\0".join([b"x"] + [b"the " + n.encode() for n in names] + [b""])   # each the tail of a string
     (lib / "libtorch_python.so").write_bytes(body)
     return types.SimpleNamespace(__version__="9.9.0", __file__=str(tmp_path / "torch" / "__init__.py"))
 

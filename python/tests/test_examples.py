@@ -28,6 +28,6 @@ def test_memory_tools_example(tmp_path):
     assert "held by inputs      32 MiB" in lines
     assert "held by workspace    4 MiB" in lines
     assert any(ln.startswith("cca ") and "allocated 36.00 MiB" in ln for ln in lines), "a monitor line"
-    assert any(ln.startswith("history: 15 events (7 alloc, 2 free_requested, 4 segment_alloc)") for ln in lines)
+    assert any(ln.startswith("history: 17 events (7 alloc, 2 free_requested, 4 segment_alloc)") for ln in lines)
     with open(snap, "rb") as f:
         viewer_reads(pickle.load(f))

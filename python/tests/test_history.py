@@ -15,7 +15,7 @@ import cmem
 from cmem import _alloc, c_free, c_malloc, run_thread_to_its_end
 
 MiB = 1 << 20
-ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"}
+ACTIONS = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom", "snapshot"}
 
 
 @pytest.fixture
@@ -58,7 +58,8 @@ def viewer_reads(data):
                 assert isinstance(e["device_free"], int)               # trace(): device_free, size
             else:
                 assert isinstance(e["addr"], int)                      # trace(): addr, size
-            assert isinstance(e["frames"], list) and isinstance(e["time_us"], int) and isinstance(e["stream"], int)
+            assert isinstance(e["time_us"], int) and isinstance(e["stream"], int)
+            assert e["action"] == "snapshot" or isinstance(e["frames"], list)     # torch's snapshot marks have none
 
 
 def replay(trace, segments, device):
@@ -153,7 +154,10 @@ def test_snapshot_in_torchs_layout_read_and_replayed(recording, tmp_path, sim):
     viewer_reads(data)
     assert len(data["device_traces"]) >= d + 1
     trace = data["device_traces"][d]
-    assert trace == cca.history(d)
+    after = cca.history(d)
+    assert after[:-1] == trace, "the history as the snapshot had it"
+    assert after[-1]["action"] == "snapshot" and "frames" not in after[-1], "and the snapshot's mark, as torch's"
+    assert after[-1]["size"] == cca.memory_allocated(d) and after[-1]["addr"] == 0
     assert [e["action"] for e in trace].count("free_completed") == 2, "the pending free has not completed"
     states = [b["state"] for s in data["segments"] if s["device"] == d for b in s["blocks"]]
     assert "active_pending_free" in states

@@ -1,6 +1,7 @@
 """cca.allocators.torch.install(): against a stand-in for torch that records
 what torch's CUDAPluggableAllocator would get (the hook library's path and
-symbols, every optional hook's address, the swap, the patched functions),
+symbols, every optional hook's address, the swap, the primitives of
+torch._C that cca answers),
 and against the real torch where it is importable (skipped otherwise)."""
 import ctypes
 import importlib
@@ -44,18 +45,37 @@ class FakePluggable:
 
 
 def fake_torch(initialized=False, benchmark=False):
+    """torch as far as install() sees it: torch._C's memory primitives, which
+    raise under a plugged allocator as torch's do, and torch.cuda.memory's
+    Python functions over them (torch's own shape: {} before CUDA starts)."""
     torch = types.ModuleType("torch")
+
+    def refuses(what):
+        def primitive(*a, **k):
+            raise RuntimeError("CUDAPluggableAllocator does not yet support %s" % what)
+        return primitive
+
+    torch._C = types.SimpleNamespace(_cuda_memoryStats=refuses("getDeviceStats"),
+                                     _cuda_resetPeakMemoryStats=refuses("resetPeakStats"),
+                                     _cuda_memorySnapshot=refuses("snapshot"),
+                                     _cuda_record_memory_history=refuses("recordHistory"))
     memory = types.ModuleType("torch.cuda.memory")
     memory.CUDAPluggableAllocator = FakePluggable
     memory.swapped = []
     memory.change_current_allocator = memory.swapped.append
-    for name in ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary",
-                 "reset_peak_memory_stats", "memory_snapshot", "get_per_process_memory_fraction"):
-        setattr(memory, name, lambda *a, **k: (_ for _ in ()).throw(RuntimeError("CUDAPluggableAllocator does not "
-                                                                                   "yet support getDeviceStats")))
     cuda = types.ModuleType("torch.cuda")
-    cuda.memory = memory
     cuda.is_initialized = lambda: initialized
+
+    def memory_stats_as_nested_dict(device=None):
+        return torch._C._cuda_memoryStats(device) if cuda.is_initialized() else {}
+
+    def memory_allocated(device=None):
+        return memory.memory_stats_as_nested_dict(device).get("allocated_bytes", {}).get("all", {}).get("current", 0)
+
+    memory.memory_stats_as_nested_dict = memory_stats_as_nested_dict
+    memory.memory_allocated = memory_allocated
+    memory.reset_peak_memory_stats = lambda device=None: torch._C._cuda_resetPeakMemoryStats(device)
+    cuda.memory = memory
     for name in dir(memory):
         if not name.startswith("_") and callable(getattr(memory, name)):
             setattr(cuda, name, getattr(memory, name))
@@ -101,11 +121,14 @@ def test_install_wires_every_hook_and_answers_torchs_functions(installer, sim):
     p = malloc(5 * MiB, d, None)
     assert p
     torch.cuda.is_initialized = lambda: True          # torch has started CUDA by the time it allocates
-    for m in (torch.cuda, torch.cuda.memory):
+    for m in (torch.cuda, torch.cuda.memory):         # torch's own functions, over cca's primitives
         assert m.memory_allocated(d) == 5 * MiB
-        assert m.memory_stats(d)["allocation.all.current"] == 1
-        assert m.max_memory_allocated.__wrapped__ is cca.max_memory_allocated   # torch's own until CUDA starts
-        assert m.memory_summary is cca.memory_summary
+        assert m.memory_stats_as_nested_dict(d)["allocation"]["all"]["current"] == 1
+    assert torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["peak"] == 5 * MiB
+    torch.cuda.memory.reset_peak_memory_stats(d)
+    assert torch._C._cuda_memorySnapshot(None)["segments"][0]["segment_pool_id"] == (0, 0)
+    assert torch._C._cuda_record_memory_history.__wrapped__.__name__ == "primitive", "torch's own, replaced"
+    assert not hasattr(torch._C, "_cuda_isHistoryEnabled"), "a primitive this torch lacks is not added"
     free(p, 5 * MiB, d, None)
     assert torch.cuda.memory_allocated(d) == 0
     assert mod.install() is alloc, "a second install is the first one"
@@ -123,8 +146,9 @@ def test_install_warns_about_cudnn_benchmark(installer):
     mod, torch = installer(benchmark=True)
     with pytest.warns(RuntimeWarning, match="cudnn.benchmark"):
         mod.install(patch_torch=False)
+    torch.cuda.is_initialized = lambda: True
     with pytest.raises(RuntimeError, match="getDeviceStats"):
-        torch.cuda.memory_stats(0)                    # not patched: torch's own, which raises
+        torch.cuda.memory_allocated(0)                # not answered: torch's own, which raises
 
 
 def _real_torch():
@@ -137,7 +161,7 @@ def _real_torch():
 def test_real_torch_swaps_to_cca():
     _real_torch()
     code = ("import torch, cca.allocators.torch as t; a = t.install(); "
-            "print(type(a).__name__, torch.cuda.memory_allocated is __import__('cca').memory_allocated)")
+            "print(type(a).__name__, hasattr(torch._C._cuda_memoryStats, '__wrapped__'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["CUDAPluggableAllocator", "True"]

@@ -29,7 +29,7 @@ import sys
 import warnings
 
 import cca
-from cca import _core, _lib
+from cca import _core, _lib, snapshots
 
 __all__ = ["install", "malloc", "c_function_allocator", "Pool"]
 
@@ -202,7 +202,7 @@ class Pool:
     def n_free_blocks(self):
         """Free blocks cca caches on the device (CuPy: free chunks in the pool)."""
         d = _core.device_index(self.device)
-        return sum(1 for seg in cca.memory_snapshot() if seg["device"] == d
+        return sum(1 for seg in snapshots.segments(mark=False) if seg["device"] == d
                    for b in seg["blocks"] if b["state"] == "inactive")
 
     def free_all_blocks(self, stream=None):
