@@ -2,7 +2,15 @@
  * coalescing with free neighbours (never across segments), under the
  * block's stream lock. Block code never counts: each transition's change
  * to the figures is a delta (blocks.h) its caller applies through the
- * counters unit (counters.c) first. */
+ * counters unit (counters.c) first.
+ *
+ * A free block's last_requested is what torch's snapshot shows as an
+ * inactive block's requested_size: torch keeps the field of the block
+ * object, and its objects move as cca's structs do not - a split hands out
+ * a new object and leaves the old one as the rest, a merge keeps the freed
+ * block's object - so the value follows torch's object here: the rest of
+ * a split keeps the free block's value, a merged block takes the freed
+ * one's request. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -48,8 +56,11 @@ void _cca_insert_free(cca_block_t *b)
     cca_stream_t *st = b->seg->stream;
     cca_block_t *p = b->prev, *n = b->next;
     bool pf = p && p->state == CCA_BLOCK_FREE, nf = n && n->state == CCA_BLOCK_FREE;
+    size_t last = b->requested;                       /* the merged block keeps the freed one's (torch's) */
     b->state = CCA_BLOCK_FREE;
     b->requested = 0;
+    b->last_requested = last;
+    if (pf) p->last_requested = last;
     if (pf && nf) {                       /* p absorbs b and n */
         _cca_bins_remove(block_bins_of(n), n);
         p->next = n->next;
@@ -108,6 +119,7 @@ void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t req
         r->next = b->next;
         r->state = CCA_BLOCK_FREE;
         r->gc_base = _cca_gc_now(a);
+        r->last_requested = b->last_requested;        /* torch's rest is the old block: its value stays */
         _cca_bins_rekey(block_bins_of(b), b, r, r->addr, b->size - size);   /* r takes b's place */
         if (b->next) b->next->prev = r;
         else b->seg->last = r;

@@ -70,7 +70,11 @@ struct cca_block {
     int n_uses, cap_uses;
     int event_count;                                  /* outstanding events while pending */
     uint32_t tag;                                     /* the tag it was allocated under (tags.c); 0: none */
-    int64_t parked_split[2];                          /* parked: its merge's inactive-split count and bytes change */
+    union {
+        int64_t parked_split[2];                      /* parked: its merge's inactive-split count and bytes change */
+        size_t last_requested;                        /* free: the request of the allocation this block last was,
+                                                       * as torch's inactive blocks keep it (block.c) */
+    };
     uint64_t context;                                 /* its allocation's context (history.c); 0 from the hot path */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct cca_block) == 128, "a block is two cache lines");

@@ -123,6 +123,7 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
         if (!same) _cca_bins_rekey(bins, n, n, b->addr + size, msize - size);
         n->gc_base = _cca_gc_now(a);
+        n->last_requested = b->requested;             /* torch's rest: b's object, merged with n, then split */
     } else if (split && !same) {                      /* b's own rest is split off */
         cca_block_t *r = _cca_block_new(st);         /* the spare reserved above */
         r->addr = b->addr + size;
@@ -132,6 +133,7 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
         r->next = n;
         r->state = CCA_BLOCK_FREE;
         r->gc_base = _cca_gc_now(a);
+        r->last_requested = b->requested;             /* as above */
         if (n) n->prev = r;
         else b->seg->last = r;
         b->next = r;

@@ -372,7 +372,7 @@ typedef struct cca_segment_info { CCA_SEGMENT_INFO_FIELDS(CCA_MEMBER_) } cca_seg
 #define CCA_BLOCK_INFO_FIELDS(X) \
     X(uintptr_t, address, , "first byte") \
     X(size_t, size, , "bytes") \
-    X(size_t, requested_size, , "the caller's size; 0 when inactive (a pending free keeps it, as torch's)") \
+    X(size_t, requested_size, , "the caller's size (a pending free keeps it); inactive: torch's stale value, the last request of the block torch would have there") \
     X(cca_snapshot_state_t, state, , "active_allocated, active_pending_free or inactive") \
     X(cudaStream_t, stream, , "its segment's stream") \
     X(int, pool, , "CCA_POOL_SMALL / CCA_POOL_LARGE") \

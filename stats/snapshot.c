@@ -15,7 +15,8 @@ static cca_snapshot_state_t snapshot_state_of(const cca_block_t *b)
 static void snapshot_copy_block(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
 {
     *bi = (cca_block_info_t){
-        .address = b->addr, .size = b->size, .requested_size = b->requested,
+        .address = b->addr, .size = b->size,
+        .requested_size = b->state == CCA_BLOCK_FREE ? b->last_requested : b->requested,
         .state = snapshot_state_of(b), .stream = si->stream, .pool = si->pool,
         .segment_address = si->address, .tag = b->state == CCA_BLOCK_FREE ? 0 : b->tag,
         .context = b->state == CCA_BLOCK_FREE ? 0 : b->context,

@@ -179,8 +179,8 @@ def memory_snapshot(mempool_id=None, include_traces=True):
     record_history keeps them), in torch's layout (list of dicts;
     segment_pool_id (0, 0): cca has no private pools, so another mempool_id
     has no segments). include_traces is accepted, as torch's: segments hold
-    no trace. With no allocator yet - before anything allocated, or without
-    a GPU - [], as torch."""
+    no trace. With no allocator yet, [] where the runtime has a device,
+    else its error (no driver)."""
     del include_traces
     from . import snapshots
     return snapshots.segments(mempool_id)

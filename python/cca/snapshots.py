@@ -316,14 +316,17 @@ def device_count():
     return n.value
 
 
-def segments(mempool_id=None, mark=True):
+def segments(mempool_id=None, mark=True, as_torch=False):
     """Every segment of every device cca uses, with its blocks, as torch's
     memory_snapshot() gives them (segment_pool_id (0, 0): cca has no private
-    pools, so another mempool_id has none). With no allocator yet - before
-    anything allocated, or without a GPU - [], as torch. mark: leave a
-    "snapshot" event in the history, as torch's memory_snapshot() does
-    (False for cca's own look at its segments)."""
+    pools, so another mempool_id has none). With no allocator yet, []
+    where the runtime has a device, else its error (no driver); as_torch:
+    [] without a GPU too (torch's answer). mark: leave a "snapshot" event in
+    the history, as torch's memory_snapshot() does (False for cca's own
+    look at its segments)."""
     found = _core.existing_allocators()
+    if not found and not as_torch:
+        _core.device_index(None)                      # no driver or GPU: says so, as every call of cca's does
     if mempool_id is not None and tuple(mempool_id) != (0, 0):
         return []
     frames, out = _Frames(), []
@@ -335,21 +338,24 @@ def segments(mempool_id=None, mark=True):
     return out
 
 
-def snapshot(device=None, augment_with_fx_traces=False, include_traces=True):
+def snapshot(device=None, augment_with_fx_traces=False, include_traces=True, as_torch=False):
     """torch.cuda.memory._snapshot(): {"segments", "device_traces" (one list
     per device of its history's events), "allocator_settings",
     "external_annotations", "host_segments", "host_traces"} as torch 2.15
     writes them (torch's pinned host memory is torch's, not cca's: its
     lists are empty). device: as torch, every device's (the argument is
-    accepted, as torch's is). With no allocator yet - before anything
-    allocated, or without a GPU - no segments, and no device's trace where
-    the torch imported has not started CUDA (torch's answer then). augment_with_fx_traces: torch's own
+    accepted, as torch's is). With no allocator yet: no segments, and no
+    device's trace where the torch imported has not started CUDA (torch's
+    answer then); without a GPU, the runtime's error (as every call of
+    cca's), or with as_torch the empty snapshot torch gives. augment_with_fx_traces: torch's own
     augmentation of the frames, where this torch has it. Each device's
     segments and events are taken at one moment (cca_snapshot_json_history),
     so every event's segment is in the snapshot or was returned in the
     trace."""
     del device
     found = _core.existing_allocators()
+    if not found and not as_torch:
+        _core.device_index(None)                      # no driver or GPU: says so
     torch = _torchinfo.torch_module()
     if not found and torch is not None and not torch.cuda.is_initialized():
         n = 0                                         # torch's before CUDA starts, and without a GPU

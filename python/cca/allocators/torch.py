@@ -193,8 +193,8 @@ def _device(device):
 def _memory_snapshot(arg=None):
     """torch._C._cuda_memorySnapshot(None or (pool, pool, include_traces))."""
     if arg is None:
-        return snapshots.snapshot()
-    out = snapshots.snapshot(include_traces=bool(arg[2]) if len(arg) > 2 else True)
+        return snapshots.snapshot(as_torch=True)
+    out = snapshots.snapshot(include_traces=bool(arg[2]) if len(arg) > 2 else True, as_torch=True)
     if tuple(arg[:2]) != (0, 0):
         out["segments"] = []                          # cca has no private pools
     return out
