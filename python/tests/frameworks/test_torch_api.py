@@ -11,9 +11,7 @@ compared:
 - after tensors exist: the same answer, of the same type, as torch's own
   allocator gives (the default configuration), frames included; a field
   cca's torch-2.15 layout adds where an older torch lacks it, cca's "tag",
-  and event times (two runs) are not compared, nor an inactive block's
-  requested_size (torch keeps a freed block's last request there, cca 0:
-  nothing reads it for an inactive block);
+  and event times (two runs) are not compared;
 - before torch starts CUDA and without a GPU: each call as the first thing
   a process does answers as torch does (an exception of torch's class
   where torch raises), and where torch's call leaves CUDA unstarted, cca's
