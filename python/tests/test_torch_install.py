@@ -165,3 +165,16 @@ def test_real_torch_swaps_to_cca():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["CUDAPluggableAllocator", "True"]
+
+
+def test_alloc_conf_splits_torchs_syntax():
+    from cca.allocators.torch import alloc_conf
+    assert alloc_conf("") == ("", [])
+    assert alloc_conf(" expandable_segments:True , max_split_size_mb:64") == \
+        ("expandable_segments:True,max_split_size_mb:64", [])
+    assert alloc_conf("roundup_power2_divisions:[256:1,512:2,>:4],backend:native,pinned_num_register_threads:8") == \
+        ("roundup_power2_divisions:[256:1,512:2,>:4]", [])
+    assert alloc_conf("backend:cudaMallocAsync,release_lock_on_cudamalloc:True,garbage_collection_threshold:0.5") == \
+        ("garbage_collection_threshold:0.5", ["backend:cudaMallocAsync", "release_lock_on_cudamalloc:True"])
+    with pytest.raises(ValueError, match="'max_split_size_mb' has no value"):
+        alloc_conf("max_split_size_mb")
