@@ -238,3 +238,44 @@ def test_snapshot_is_one_moment_after_a_thread_exits(recording, sim):
     replay(data["device_traces"][d], data["segments"], d)
     assert [e["action"] for e in data["device_traces"][d]][-1] == "segment_free"
     assert len(data["device_traces"]) == 16, "one list per device the runtime has"
+
+
+def test_torchs_signatures(shared_device, tmp_path):
+    """cca's own functions take torch's arguments: record_history's context,
+    stacks and skip_actions, dump_snapshot(filename=), snapshot(device),
+    memory_snapshot(mempool_id, include_traces), memory_summary(abbreviated);
+    segment_pool_id is a tuple."""
+    d = shared_device
+    cca.record_history("all", context="alloc", stacks="python", max_entries=100, device=d,
+                       skip_actions=["free_completed"])
+    try:
+        p = c_malloc(d, 3000)
+        c_free(d, p)
+        h = cca.history(d)
+        assert [e["action"] for e in h][-2:] == ["alloc", "free_requested"], "free_completed skipped"
+        assert h[-2]["frames"][0]["name"] == "c_malloc" and h[-1]["frames"] == [], "context=alloc: no free frames"
+        q = c_malloc(d, 5000)
+        path = tmp_path / "s.pickle"
+        cca.dump_snapshot(filename=str(path))
+        with open(path, "rb") as f:
+            assert pickle.load(f)["device_traces"][d][-1]["addr"] == q
+        snap = cca.snapshot(d)
+        assert isinstance(snap["segments"][0]["segment_pool_id"], tuple)
+        segs = cca.memory_snapshot(mempool_id=(0, 0), include_traces=False)
+        assert [b for s in segs for b in s["blocks"] if b["address"] == q][0]["frames"][0]["name"] == "c_malloc"
+        assert cca.memory_snapshot(mempool_id=(1, 2)) == [], "no private pools"
+        c_free(d, q)
+    finally:
+        cca.record_history(None, device=d)
+    full, short = cca.memory_summary(d), cca.memory_summary(d, abbreviated=True)
+    assert "from large pool" in full and "from large pool" not in short and "from small pool" not in short
+    assert len(short.splitlines()) == len(full.splitlines()) - 2 * 9, "the 9 metrics' two pool rows"
+    cca.record_history("state", device=d)
+    try:
+        p = c_malloc(d, 4000)
+        assert cca.history(d) == [], "state: no events"
+        blk = [b for s in cca.memory_snapshot() for b in s["blocks"] if b["address"] == p][0]
+        assert blk["frames"][0]["name"] == "c_malloc", "but the live block's frames"
+        c_free(d, p)
+    finally:
+        cca.record_history(None, device=d)
