@@ -183,6 +183,23 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
     return _cca_process_stream_events(a, st);
 }
 
+/* The all-locked path of cca_malloc, out of line. While history is on,
+ * the context function runs first, before any lock. */
+static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, void **ptr, size_t size,
+                                                                uint64_t key, cudaStream_t stream, bool tentative)
+{
+    uint64_t ctx = 0;
+    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
+    if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
+    _cca_lock_all(a);
+    cca_stream_t *served = NULL;
+    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
+    alloc_unlock_all_changed(a, served);
+    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !tentative) a->acct.ops->after_oom(a);
+    if (recording) _cca_history_context_end(ctx);
+    return s;
+}
+
 /* cca_malloc and cca_malloc_try: tentative is a constant in each, so the
  * hot path is the same code. */
 static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_allocator_t *a, void **ptr, size_t size,
@@ -211,16 +228,7 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
-    uint64_t ctx = 0;
-    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
-    if (__builtin_expect(recording, 0)) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
-    _cca_lock_all(a);
-    cca_stream_t *served = NULL;
-    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
-    alloc_unlock_all_changed(a, served);
-    if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !tentative) a->acct.ops->after_oom(a);
-    if (__builtin_expect(recording, 0)) _cca_history_context_end(ctx);
-    return s;
+    return alloc_malloc_slow(a, ptr, size, key, stream, tentative);
 }
 
 cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
@@ -318,6 +326,33 @@ static cca_block_t *alloc_find_live(cca_allocator_t *a, void *ptr)
     return seg && seg->stream ? alloc_live_in(seg->stream, ptr, NULL) : NULL;
 }
 
+/* cca_free's all-locked path, out of line: the hot path above stays as it
+ * was. While history is on, the context function runs first, before any
+ * lock (cca_history_set_context). */
+static __attribute__((noinline)) cca_status_t alloc_free_all_locked(cca_allocator_t *a, void *ptr)
+{
+    uint64_t ctx = 0;
+    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
+    if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_FREE_REQUESTED);
+    _cca_lock_all(a);
+    cca_block_t *b = alloc_find_live(a, ptr);
+    cca_status_t s = CCA_OK;
+    if (!b) {
+        s = alloc_bad_pointer(a, "cca_free", ptr);
+        _cca_unlock_all(a, NULL);
+    } else {
+        cca_stream_t *st = b->seg->stream;
+        if (_cca_history_on(a))
+            _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
+        a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
+        alloc_release_to_pool(a, st, b);
+        if (st->dead) _cca_streams_reap(a);           /* its segment may go back now */
+        alloc_unlock_all_changed(a, st->dead ? NULL : st);
+    }
+    if (recording) _cca_history_context_end(ctx);
+    return s;
+}
+
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
@@ -349,26 +384,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
-    uint64_t ctx = 0;
-    bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
-    if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_FREE_REQUESTED);
-    _cca_lock_all(a);
-    b = alloc_find_live(a, ptr);
-    if (!b) {
-        cca_status_t bad = alloc_bad_pointer(a, "cca_free", ptr);
-        _cca_unlock_all(a, NULL);
-        if (recording) _cca_history_context_end(ctx);
-        return bad;
-    }
-    st = b->seg->stream;
-    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
-    a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
-    alloc_release_to_pool(a, st, b);
-    if (st->dead) _cca_streams_reap(a);               /* its segment may go back now */
-    bool dead = st->dead;
-    alloc_unlock_all_changed(a, dead ? NULL : st);
-    if (recording) _cca_history_context_end(ctx);
-    return CCA_OK;
+    return alloc_free_all_locked(a, ptr);
 }
 
 /* ---- the rest of the API ----------------------------------------------- */
