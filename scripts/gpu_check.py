@@ -429,12 +429,10 @@ import json, pickle, sys
 import torch
 native = sys.argv[1] == "native"
 path = sys.argv[2]
-if native:
-    torch.cuda.memory._record_memory_history(max_entries=100000)
-else:
+if not native:                                   # torch's own calls, answered by cca
     import cca, cca.allocators.torch
     cca.allocators.torch.install()
-    cca.record_history(True, max_entries=100000)
+torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
 keep = []
 for i in range(40):
     t = torch.empty(1000 * (i + 1) + (i % 3) * (3 << 20), dtype=torch.uint8, device="cuda")
@@ -448,10 +446,7 @@ with torch.cuda.stream(side):
 x.record_stream(side)
 del x
 torch.cuda.synchronize()
-if native:
-    torch.cuda.memory._dump_snapshot(path)
-else:
-    cca.dump_snapshot(path)
+torch.cuda.memory._dump_snapshot(path)
 from torch.cuda import _memory_viz as mv
 data = pickle.load(open(path, "rb"))
 out = {}

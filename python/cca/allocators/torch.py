@@ -40,6 +40,7 @@ answer; install() warns).
 
 import ctypes
 import functools
+import os
 import sys
 import warnings
 
@@ -112,13 +113,18 @@ def _conf_from_torch_env():
     each other one named in a warning - a warning, not an error, because
     the variable is often set for a whole cluster and the run goes on as
     under torch's allocator but for that key; a bad value of a key cca
-    honours is an error, as it is in torch."""
-    import os
+    honours is an error, as it is in torch. Where cca's allocators exist
+    already (another framework allocated through cca first), nothing can
+    change: a warning says so."""
     if os.environ.get("CCA_CONF"):
         return
     name = "PYTORCH_ALLOC_CONF" if os.environ.get("PYTORCH_ALLOC_CONF") else "PYTORCH_CUDA_ALLOC_CONF"
     text = os.environ.get(name, "")
     if not text.strip():
+        return
+    if _core.existing_allocators():
+        warnings.warn("cca: %s is not applied: cca's allocators exist already (another framework allocated "
+                      "through cca first); set CCA_CONF, or install() before it" % name, RuntimeWarning, stacklevel=3)
         return
     conf, ignored = alloc_conf(text)
     if ignored:
@@ -148,7 +154,7 @@ def install(conf=None, patch_torch=True):
                            "(a tensor on the GPU, torch.cuda.current_device(), ...): call it first")
     if conf is not None:
         cca.configure(conf)
-    elif not _core.existing_allocators():
+    else:
         _conf_from_torch_env()
     lib = _lib.lib()                                   # libcca first: the hooks bind to this one
     path = _lib.hooks_path()
