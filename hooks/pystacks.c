@@ -236,22 +236,24 @@ static uint64_t stack_of(pyobj *refs, const int32_t *lines, uint32_t n)
                 name[k] = code_string(refs[k], py.s_name);
             }
         py.err_restore(et, ev, etb);
+        bool lost = false;
         pthread_mutex_lock(&mu);
         for (uint32_t k = 0; k < n; k++) {
             if (!missing[k]) continue;
             long c = code_find(refs[k]);               /* another thread's call may have added it */
-            if (c < 0 && file[k] && name[k] && code_add(refs[k], file[k], name[k])) {
+            if (c < 0 && !lost && file[k] && name[k] && code_add(refs[k], file[k], name[k])) {
                 py.incref(refs[k]);                    /* the table's own reference: its address stays its */
                 c = (long)n_codes - 1;
                 file[k] = name[k] = NULL;
             }
             free(file[k]);
             free(name[k]);
-            if (c < 0) {                               /* host memory ran out: no frames */
-                pthread_mutex_unlock(&mu);
-                return 0;
-            }
-            f[k].code = (uint32_t)c;
+            lost |= c < 0;                             /* host memory ran out: no frames (the rest freed) */
+            f[k].code = c < 0 ? 0 : (uint32_t)c;
+        }
+        if (lost) {
+            pthread_mutex_unlock(&mu);
+            return 0;
         }
     } else {
         pthread_mutex_lock(&mu);

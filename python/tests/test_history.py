@@ -279,3 +279,33 @@ def test_torchs_signatures(shared_device, tmp_path):
         c_free(d, p)
     finally:
         cca.record_history(None, device=d)
+
+
+def test_frames_of_many_threads_are_each_threads_own(shared_device):
+    """Four Python threads allocate and free at once while recording with
+    frames (each call through ctypes releases the GIL: the frame reader
+    takes it back): every event carries its own thread's frames."""
+    import threading
+    d = shared_device
+    cca.record_history("all", context="all", stacks="python", max_entries=100000, device=d)
+    try:
+        def worker_a():
+            for _ in range(200):
+                c_free(d, c_malloc(d, 4096))
+
+        def worker_b():
+            for _ in range(200):
+                c_free(d, c_malloc(d, 8192))
+
+        threads = [threading.Thread(target=f) for f in (worker_a, worker_b, worker_a, worker_b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        h = [e for e in cca.history(d) if e["action"] in ("alloc", "free_requested")]
+        assert len(h) == 1600
+        for e in h:
+            want = "worker_a" if e["size"] == 4096 else "worker_b"
+            assert e["frames"][1]["name"] == want and e["frames"][2]["name"] == "run", e["frames"]
+    finally:
+        cca.record_history(None, device=d)
