@@ -4,6 +4,7 @@
 #include "sim_ctl.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +44,9 @@ void machine_print(FILE *f, const machine_t *m, const bench_opts_t *o)
     fprintf(f, "runtime:   %s\n", m->runtime);
     fprintf(f, "reps:      %d%s (median and min..max over the repetitions; allocators "
             "interleaved in each)\n", o->reps, o->quick ? ", quick run" : "");
-    fprintf(f, "traces:    %s\n", o->traces_dir);
+    struct stat st;
+    fprintf(f, "traces:    %s%s\n", o->traces_dir,
+            stat(o->traces_dir, &st) == 0 && S_ISDIR(st.st_mode) ? "" : " (absent: replay has only --trace's)");
     fprintf(f, "allocators:");
     for (size_t i = 0; i < o->n_allocs; i++)
         fprintf(f, " %s", o->allocs[i].label);

@@ -6,7 +6,9 @@
 #include "report_json.h"
 #include "results.h"
 #include "sim_ctl.h"
+#include "trace_files.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,26 +96,96 @@ static void default_traces(cli_t *c)
 #endif
 }
 
-/* Returns 1 when the option took a value, 0 when not, -1 on error. */
+static const char *const value_options[] = {
+    "--reps", "--json", "--traces-dir", "--trace", "--alloc", "--cca", "--count-xfree", "--count-ops", "--count",
+    "--scenario",
+};
+
+static int takes_value(const char *opt)
+{
+    for (size_t i = 0; i < sizeof value_options / sizeof value_options[0]; i++)
+        if (!strcmp(value_options[i], opt))
+            return 1;
+    return 0;
+}
+
+/* The scenarios' names, comma-separated, for a message. */
+static void scenario_names(char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_SCEN && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%s%s", i ? ", " : "", scenarios[i].name);
+}
+
+/* A count option's value: a whole number in [lo, hi], else a message and exit 2. */
+static long whole(const char *opt, const char *val, long lo, long hi)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        fprintf(stderr, "cca-bench: %s %s: expected a whole number from %ld to %ld\n", opt, val, lo, hi);
+        exit(2);
+    }
+    return v;
+}
+
+/* --trace PATH: a file or folder this process can read, else the reason and exit 2
+ * (a path is the caller's: relative to the directory cca-bench runs in). */
+static void check_trace(const char *val)
+{
+    trace_files_t probe = {0};
+    int r = trace_files_add(&probe, val, 0);
+    int err = errno;
+    size_t n = probe.n;
+    trace_files_free(&probe);
+    if (r != 0) {
+        fprintf(stderr, "cca-bench: --trace %s: cannot read it: %s\n", val, strerror(err ? err : EINVAL));
+        exit(2);
+    }
+    if (n == 0) {
+        fprintf(stderr, "cca-bench: --trace %s: a folder with no .csv trace in it\n", val);
+        exit(2);
+    }
+}
+
+/* Returns 1 when the option took a value, 0 when not; a bad option or value
+ * is a message naming it (and the choices) and exit 2. */
 static int option(cli_t *c, const char *opt, const char *val)
 {
     if (!strcmp(opt, "--quick"))
         return c->o.quick = 1, 0;
     if (!strcmp(opt, "--model-all"))
         return c->model_all = 1, 0;
-    if (!val)
-        return -1;
+    if (!takes_value(opt)) {
+        fprintf(stderr, "cca-bench: unknown option %s (cca-bench --help lists them)\n", opt);
+        exit(2);
+    }
+    if (!val) {
+        fprintf(stderr, "cca-bench: %s needs a value (cca-bench --help)\n", opt);
+        exit(2);
+    }
     if (!strcmp(opt, "--reps"))
-        c->o.reps = atoi(val);
+        c->o.reps = (int)whole(opt, val, 1, BENCH_MAX_REPS);
     else if (!strcmp(opt, "--json"))
         c->o.json_path = val;
     else if (!strcmp(opt, "--traces-dir"))
         c->o.traces_dir = val, c->dir_given = 1;
-    else if (!strcmp(opt, "--trace") && c->o.n_trace_paths < BENCH_MAX_PATHS)
+    else if (!strcmp(opt, "--trace")) {
+        if (c->o.n_trace_paths >= BENCH_MAX_PATHS) {
+            fprintf(stderr, "cca-bench: --trace %s: at most %d traces\n", val, BENCH_MAX_PATHS);
+            exit(2);
+        }
+        check_trace(val);
         c->o.trace_paths[c->o.n_trace_paths++] = val;
-    else if (!strcmp(opt, "--alloc") && c->n_filters < BENCH_MAX_ALLOCS)
+    } else if (!strcmp(opt, "--alloc")) {
+        if (c->n_filters >= BENCH_MAX_ALLOCS) {
+            fprintf(stderr, "cca-bench: --alloc %s: at most %d filters\n", val, BENCH_MAX_ALLOCS);
+            exit(2);
+        }
         c->filters[c->n_filters++] = val;
-    else if (!strcmp(opt, "--cca")) {
+    } else if (!strcmp(opt, "--cca")) {
         char err[600];
         if (allocators_add_cca(val, err, sizeof err) != 0) {
             fprintf(stderr, "cca-bench: %s\n", err);
@@ -125,11 +197,17 @@ static int option(cli_t *c, const char *opt, const char *val)
     else if (!strcmp(opt, "--count-ops"))
         c->count_ops = val;
     else if (!strcmp(opt, "--count"))
-        c->o.count = (size_t)strtoull(val, NULL, 10);
-    else if (!strcmp(opt, "--scenario") && scenario_index(val) >= 0)
-        c->chosen[scenario_index(val)] = c->any_chosen = 1;
-    else
-        return -1;
+        c->o.count = (size_t)whole(opt, val, 1, 1000000000L);
+    else {                                            /* --scenario */
+        int k = scenario_index(val);
+        if (k < 0) {
+            char names[256];
+            scenario_names(names, sizeof names);
+            fprintf(stderr, "cca-bench: --scenario %s: no such scenario (the scenarios: %s)\n", val, names);
+            exit(2);
+        }
+        c->chosen[k] = c->any_chosen = 1;
+    }
     return 1;
 }
 
@@ -143,19 +221,11 @@ static int parse(cli_t *c, int argc, char **argv)
             usage(stdout);
             exit(0);
         }
-        int r = option(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
-        if (r < 0) {
-            fprintf(stderr, "cca-bench: bad option or value: %s\n", argv[i]);
-            usage(stderr);
-            return -1;
-        }
-        i += r;
+        i += option(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
     }
     default_traces(c);
     if (c->o.reps <= 0)
         c->o.reps = c->o.quick ? 3 : 11;
-    if (c->o.reps > BENCH_MAX_REPS)
-        c->o.reps = BENCH_MAX_REPS;
     c->o.target_ns = c->o.quick ? 2e6 : 10e6;
     return 0;
 }
@@ -196,8 +266,8 @@ int main(int argc, char **argv)
             scenarios[i].fn(&c.o);
     goals_report(stdout, &c.o);
     if (c.o.json_path && report_json(c.o.json_path, &m, &c.o) != 0) {
-        fprintf(stderr, "cca-bench: cannot write %s\n", c.o.json_path);
+        fprintf(stderr, "cca-bench: cannot write %s: %s\n", c.o.json_path, strerror(errno));
         return 1;
     }
-    return 0;
+    return scen_replay_failed() ? 1 : 0;
 }

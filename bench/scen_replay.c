@@ -102,6 +102,10 @@ static void one_trace(const trace_t *t, const bench_opts_t *o, double precision,
     replay_table(stdout, t, o, scen);
 }
 
+static int replay_failed;
+
+int scen_replay_failed(void) { return replay_failed; }
+
 void scen_replay(const bench_opts_t *o)
 {
     trace_files_t files = {0};
@@ -110,9 +114,12 @@ void scen_replay(const bench_opts_t *o)
     if (trace_files_add(&files, o->traces_dir, o->quick ? 3 : 0) != 0)
         printf("  no traces in %s (absent or unreadable): skipped; use --traces-dir or --trace\n",
                o->traces_dir);
+    size_t n_default = files.n;                        /* the rest were named with --trace */
     for (size_t i = 0; i < o->n_trace_paths; i++)
-        if (trace_files_add(&files, o->trace_paths[i], 0) != 0)
-            printf("  --trace %s: cannot read it, skipped\n", o->trace_paths[i]);
+        if (trace_files_add(&files, o->trace_paths[i], 0) != 0) {   /* checked when parsed: gone since */
+            fprintf(stderr, "cca-bench: --trace %s: cannot read it\n", o->trace_paths[i]);
+            replay_failed = 1;
+        }
     char **names = calloc(files.n + 1, sizeof *names);
     size_t n_names = 0;
     for (size_t k = 0; names && k < files.n; k++) {
@@ -120,6 +127,10 @@ void scen_replay(const bench_opts_t *o)
         fprintf(stderr, "  replay [%zu/%zu] %s\n", k + 1, files.n, files.paths[k]);
         if (trace_load(files.paths[k], &t) != 0) {
             printf("  %s: not loaded: %s\n", files.paths[k], t.error);
+            if (k >= n_default) {                     /* one the caller named: an error */
+                fprintf(stderr, "cca-bench: --trace %s: not a trace: %s\n", files.paths[k], t.error);
+                replay_failed = 1;
+            }
             continue;
         }
         one_trace(&t, o, precision, "replay");
