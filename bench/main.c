@@ -6,6 +6,7 @@
 #include "report_json.h"
 #include "results.h"
 #include "sim_ctl.h"
+#include "summary.h"
 #include "trace_files.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef void (*scenario_fn)(const bench_opts_t *);
 
@@ -260,11 +262,36 @@ int main(int argc, char **argv)
     if (c.count_ops)
         return count_ops(&c.o.allocs[0], c.count_ops, c.o.count ? c.o.count : 100000);
     machine_probe(&m);
-    machine_print(stdout, &m, &c.o);
+    /* The tables go to a scratch file while the scenarios run (each says
+     * on stderr that it starts); the header and the summary, which needs
+     * every figure, come first. */
+    FILE *tables = tmpfile();
+    int saved = -1;
+    fflush(stdout);
+    if (tables && (saved = dup(1)) >= 0)
+        dup2(fileno(tables), 1);
     for (size_t i = 0; i < N_SCEN; i++)
-        if (c.any_chosen ? c.chosen[i] : !scenarios[i].opt_in)
+        if (c.any_chosen ? c.chosen[i] : !scenarios[i].opt_in) {
+            fprintf(stderr, "cca-bench: %s ...\n", scenarios[i].name);
             scenarios[i].fn(&c.o);
+        }
     goals_report(stdout, &c.o);
+    fflush(stdout);
+    if (saved >= 0) {
+        dup2(saved, 1);
+        close(saved);
+    }
+    machine_print(stdout, &m, &c.o);
+    summary_print(stdout);
+    if (tables) {
+        char buf[1 << 16];
+        size_t k;
+        rewind(tables);
+        while ((k = fread(buf, 1, sizeof buf, tables)) > 0)
+            fwrite(buf, 1, k, stdout);
+        fclose(tables);
+    }
+    fflush(stdout);
     if (c.o.json_path && report_json(c.o.json_path, &m, &c.o) != 0) {
         fprintf(stderr, "cca-bench: cannot write %s: %s\n", c.o.json_path, strerror(errno));
         return 1;

@@ -98,7 +98,7 @@ static void row(FILE *f, const bench_row_t *r, const char *scenario, const char 
         if (!a->is_cca || a->modelled)
             continue;
         const bench_row_t *c = results_find(scenario, case_name, a->label);
-        if (c == r)
+        if (c == r || r->modelled)                    /* a modelled row is not timed: no ratio */
             fprintf(f, " %14s", "-");
         else
             fprintf(f, " %13sx", fmt_num(b[0], 24, time_ratio(c, r)));
