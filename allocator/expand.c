@@ -47,7 +47,7 @@
  * fine ones once half of it is held. (Chosen on the shared traces'
  * replays from these principles among: a bound alone of 1/64 or 1/256 of
  * free memory, one that shrinks with the square of it, and "plentiful" at
- * free >= 1x or 2x held; docs/benchmarks.md has the figures.) */
+ * free >= 1x or 2x held; docs/history.md has the figures.) */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@
  *
  * Compiled in with -Dparking=true (the default); without it these calls
  * are empty (blocks.h) and every free merges at once. Measured in
- * docs/benchmarks.md ("Parking"). */
+ * docs/history.md ("Parking"). */
 #include "internal.h"
 
 #if CCA_PARKING

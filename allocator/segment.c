@@ -334,7 +334,7 @@ bool _cca_trim_plentiful(cca_allocator_t *a)
  *   program fits on is decided by the OOM path (release everything, retry),
  *   and earlier releases only perturb the layout it works with: replays
  *   needed up to 13% more device than the default's with them
- *   (benchmarks.md).
+ *   (docs/history.md).
  * - Only when they cover the whole excess, so the peak stays where it is:
  *   a release that cannot stop the peak from rising costs a cudaFree now
  *   and, the workload still growing, a cudaMalloc soon after (on

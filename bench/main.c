@@ -282,7 +282,16 @@ int main(int argc, char **argv)
         close(saved);
     }
     machine_print(stdout, &m, &c.o);
-    summary_print(stdout);
+    char *summary = NULL;
+    size_t summary_len = 0;
+    FILE *sf = open_memstream(&summary, &summary_len);
+    if (sf) {
+        summary_print(sf);
+        fclose(sf);
+        fputs(summary, stdout);
+    } else {
+        summary_print(stdout);
+    }
     if (tables) {
         char buf[1 << 16];
         size_t k;
@@ -292,9 +301,11 @@ int main(int argc, char **argv)
         fclose(tables);
     }
     fflush(stdout);
-    if (c.o.json_path && report_json(c.o.json_path, &m, &c.o) != 0) {
+    if (c.o.json_path && report_json(c.o.json_path, &m, &c.o, summary) != 0) {
         fprintf(stderr, "cca-bench: cannot write %s: %s\n", c.o.json_path, strerror(errno));
+        free(summary);
         return 1;
     }
+    free(summary);
     return scen_replay_failed() ? 1 : 0;
 }

@@ -1,8 +1,10 @@
 /* report_json.c - see report_json.h. Layout:
- * {"meta": {...}, "rows": [{"scenario", "case", "allocator", "unit", "median",
+ * {"meta": {...}, "summary": [lines], "rows": [{"scenario", "case", "allocator", "unit", "median",
  *  "min", "max", "reps", "calls_per_op": {...} | null, "ratio": {cca label: cca
  *  time / this time}, "extra": {...}, "error": text | null}, ...]} */
 #include "report_json.h"
+
+#include <string.h>
 #include "alloc_ops.h"
 #include "report_table.h"
 #include "results.h"
@@ -143,14 +145,24 @@ static void row(FILE *f, const bench_row_t *r, const bench_opts_t *o)
     fprintf(f, "}");
 }
 
-int report_json(const char *path, const machine_t *m, const bench_opts_t *o)
+int report_json(const char *path, const machine_t *m, const bench_opts_t *o, const char *summary)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
     fprintf(f, "{");
     meta(f, m, o);
-    fprintf(f, ",\n\"rows\": [\n");
+    fprintf(f, ",\n\"summary\": [");                 /* the lines the run opened with (summary.c) */
+    for (const char *line = summary; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
+        fprintf(f, "%s\n  ", line == summary ? "" : ",");
+        str(f, buf);
+        line += n + (nl != NULL);
+    }
+    fprintf(f, "],\n\"rows\": [\n");
     for (size_t i = 0; i < results_count(); i++) {
         fprintf(f, "%s", i ? ",\n" : "");
         row(f, results_get(i), o);

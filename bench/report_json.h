@@ -6,6 +6,7 @@
 #include "machine.h"
 
 /* 0, or -1 when the file cannot be written. */
-int report_json(const char *path, const machine_t *m, const bench_opts_t *o);
+/* summary: the text the run opened with (summary_print), one string per line in "summary". */
+int report_json(const char *path, const machine_t *m, const bench_opts_t *o, const char *summary);
 
 #endif

@@ -87,8 +87,10 @@ static int traces(FILE *out, const char *question, const char *scenario, const c
     if (bp) {
         double vp = figure(bp, key, key2), vb = bc ? figure(bc, key, key2) : vc;
         fprintf(out, ", best peer %s %.4g", bp->alloc, vp);
-        if (worst_key)
-            fprintf(out, " (worst %.4g)", results_extra_get(bp, worst_key));
+        if (worst_key)                                /* memory: what the peer pays for it in device calls */
+            fprintf(out, " (worst %.4g; %.4g allocs, %.4g frees per 1k events)", results_extra_get(bp, worst_key),
+                    figure(bp, "cudaMalloc_per_1k_events", "cuMemCreate_per_1k_events"),
+                    figure(bp, "cudaFree_per_1k_events", "cuMemUnmap_per_1k_events"));
         fprintf(out, ": %s", vb < vp ? "cca wins" : vb > vp ? "the peer wins" : "even");
     }
     fprintf(out, " [%.0f traces]\n", results_extra_get(c, "traces"));

@@ -54,9 +54,8 @@ for sizes in one twelve; do
         "$sizes" "$c" "$h" "$((h - c))"
 done
 
-# The general path, in-process (static build), by the re-wiring issue's
-# method: (Ir(2N) - Ir(N)) / N after a warm-up (cca-bench's instructions
-# scenario), for cca's configurations and CUB with bins for every size.
+# The general path, in-process (static build): (Ir(2N) - Ir(N)) / N after a
+# warm-up (cca-bench's instructions scenario), for cca's configurations and CUB with bins for every size.
 # Goals there: <= 500 per 12-size pair, <= 600 per mixed step (one free +
 # one allocation).
 ninja -C "$dir" bench/cca-bench >/dev/null

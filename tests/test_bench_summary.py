@@ -31,8 +31,9 @@ TIMED_RE = re.compile(r"^  (?P<q>.{22}) cca:default (?P<c>%s) (?P<unit>\S+) \((?
                       % ((NUM,) * 7))
 TRACE_RE = re.compile(r"^  (?P<q>.{22}) cca:default (?P<c>%s)(?: \(worst (?P<cw>%s)\))?"
                       r"(?:, best cca (?P<bc>\S+) (?P<bcv>%s))?(?:, best peer (?P<bp>\S+) (?P<bpv>%s)"
-                      r"(?: \(worst (?P<bpw>%s)\))?: (?P<verdict>cca wins|the peer wins|even))? \[(?P<n>\d+) traces\]$"
-                      % ((NUM,) * 5))
+                      r"(?: \(worst (?P<bpw>%s); (?P<bpa>%s) allocs, (?P<bpf>%s) frees per 1k events\))?"
+                      r": (?P<verdict>cca wins|the peer wins|even))? \[(?P<n>\d+) traces\]$"
+                      % ((NUM,) * 7))
 
 
 def g(x):
@@ -114,6 +115,13 @@ def main(bench):
                 fail("%s: best cca %s %s, the JSON says %s %s" % (q, m["bc"], m["bcv"], bc["allocator"], g(fig(bc))))
             if (m["bp"], m["bpv"]) != (bp["allocator"], g(fig(bp))):
                 fail("%s: best peer %s %s, the JSON says %s %s" % (q, m["bp"], m["bpv"], bp["allocator"], g(fig(bp))))
+            if worst:
+                e = bp["extra"]
+                want = (g(e[worst]), g(e["cudaMalloc_per_1k_events"] + e["cuMemCreate_per_1k_events"]),
+                        g(e["cudaFree_per_1k_events"] + e["cuMemUnmap_per_1k_events"]))
+                if (m["bpw"], m["bpa"], m["bpf"]) != want:
+                    fail("%s: the peer's worst and device calls %s, the JSON says %s"
+                         % (q, (m["bpw"], m["bpa"], m["bpf"]), want))
             verdict = "cca wins" if fig(bc) < fig(bp) else "the peer wins" if fig(bc) > fig(bp) else "even"
             if m["verdict"] != verdict or int(m["n"]) != int(c["extra"]["traces"]):
                 fail("%s: %s over %s traces, the JSON says %s over %d" % (q, m["verdict"], m["n"], verdict,
@@ -124,7 +132,24 @@ def main(bench):
         fail("questions not answered in the first 25 lines: %s\n%s" % (missing, "\n".join(head)))
     if not any(ln.startswith("== how to read the tables below") for ln in lines[:40]):
         fail("no legend before the tables")
-    print("PASS: %d questions, each as the JSON has it" % len(seen))
+    with open(js) as f:
+        summary = json.load(f)["summary"]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("== summary"))
+    if lines[start:start + len(summary) - 1] != summary[1:]:
+        fail("the JSON's summary is not the lines the run opened with")
+    # docs/benchmarks.md's generator reads this JSON: every scenario and the summary in its page
+    here = os.path.dirname(os.path.abspath(__file__))
+    g_ = subprocess.run([sys.executable, os.path.join(here, "..", "scripts", "benchmarks_md.py"), js, "cca-bench ..."],
+                        capture_output=True, text=True, timeout=120)
+    if g_.returncode != 0:
+        fail("scripts/benchmarks_md.py failed: " + g_.stderr[-2000:])
+    page = g_.stdout
+    for scen in ("pingpong", "mixed", "threads", "replay-summary", "multistream-summary", "Goals"):
+        if "\n## %s\n" % scen not in page:
+            fail("the generated page has no section %s" % scen)
+    if summary[2].strip() not in page:
+        fail("the generated page lacks the run's summary")
+    print("PASS: %d questions, each as the JSON has it; the generated page holds them" % len(seen))
 
 
 if __name__ == "__main__":

@@ -435,7 +435,7 @@ Test(contracts, an_older_programs_stats_struct_is_not_written_past)
 {
     cca_allocator_t *a = make_alloc("");
     free_ok(a, alloc_ok(a, 4096, 0));
-    size_t v1 = offsetof(cca_stats_t, oversize_allocations);   /* the struct before this issue */
+    size_t v1 = offsetof(cca_stats_t, oversize_allocations);   /* the struct before the appended fields */
     unsigned char buf[sizeof(cca_stats_t) + 64];
     memset(buf, PAD, sizeof buf);
     cr_assert_eq(cca_get_stats_sized(a, (cca_stats_t *)(void *)buf, v1), CCA_OK);

@@ -25,7 +25,7 @@ class Monitor:
     bytes). Use it in a ``with`` block, or start() and stop(); stop writes
     a last sample. ``samples`` counts the lines written."""
 
-    def __init__(self, interval=1.0, file=None, format="line", device=None):   # noqa: A002 - as the issue names it
+    def __init__(self, interval=1.0, file=None, format="line", device=None):   # noqa: A002 - the name users pass (file=sys.stdout)
         if isinstance(interval, bool) or not isinstance(interval, numbers.Real) or not interval > 0:
             raise ValueError("cca.Monitor: interval must be a positive number of seconds, got %r" % (interval,))
         if format not in ("line", "csv"):
