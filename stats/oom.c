@@ -9,7 +9,7 @@
 #include "stats_internal.h"
 
 /* The verdict is a pure function of the report's figures (cca_oom_judge;
- * its rules are in cca.h and docs/accounting.md). The core fills the
+ * its rules are written once, in cca.h above cca_oom_report_t). The core fills the
  * figures (allocator/oomfig.c); this file judges, keeps the last report and
  * hands it to the callback. */
 
