@@ -85,13 +85,14 @@ static int add_dir(trace_files_t *f, const char *dir, size_t max_from_dir)
         return -1;
     size_t n = list_dir(d, dir, &e);
     closedir(d);
-    if (max_from_dir && n > max_from_dir) {
+    if (max_from_dir && n > max_from_dir) {           /* n > 0 here */
         qsort(e, n, sizeof *e, by_size);
         for (size_t i = max_from_dir; i < n; i++)
             free(e[i].path);
         n = max_from_dir;
     }
-    qsort(e, n, sizeof *e, by_name);
+    if (n)                                            /* an empty folder: e is NULL, and qsort wants a buffer */
+        qsort(e, n, sizeof *e, by_name);
     int r = 0;
     for (size_t i = 0; i < n; i++) {
         if (push(f, e[i].path) != 0)
