@@ -20,7 +20,13 @@
  *
  * What it costs: one walk of the thread's frames per call, hashing (code,
  * line) pairs; a code object's file and function names are read once and
- * kept (the code object with them, so its address is never reused). Nothing
+ * kept (the code object with them, so its address is never reused): the
+ * table keeps every code object and stack it has seen until
+ * cca_pystacks_clear, which the package does not call (a live block's
+ * frames must stay readable) - a program that makes code without end
+ * (exec, notebook cells) grows it. Interpreter finalization can begin
+ * between the check below and taking the GIL, as in torch's own
+ * allocator: the package stops captures at exit first (atexit). Nothing
  * runs when not recording: libcca calls it only then. The table's lock is
  * never held across a call into Python (a collection that runs while frames
  * are read may free tensors, and so call this again). */
@@ -47,6 +53,7 @@ static struct {
     int (*is_finalizing)(void);
     void *(*this_thread_state)(void);
     int (*gil_check)(void);
+    void *(*current_state)(void);                     /* PyThreadState_GetUnchecked (3.13), _PyThreadState_UncheckedGet */
     int (*gil_ensure)(void);
     void (*gil_release)(int);
     pyobj (*get_frame)(void);
@@ -59,6 +66,7 @@ static struct {
     const char *(*utf8)(pyobj, ssize_t *);
     pyobj (*intern)(const char *);
     void (*err_fetch)(pyobj *, pyobj *, pyobj *);
+    void (*err_clear)(void);
     void (*err_restore)(pyobj, pyobj, pyobj);
     pyobj s_filename, s_name;
 } py;
@@ -70,6 +78,11 @@ typedef struct { uint32_t code; int32_t line; } frame_t;
 typedef struct { size_t first; uint32_t n; uint64_t hash; char *json; } pystack_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child starts with mu free (another thread may have held it). */
+static void child_after_fork(void) { pthread_mutex_init(&mu, NULL); }
+static void install_atfork(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 static code_t *codes;
 static size_t n_codes, cap_codes;
 static uint32_t *code_slots;                           /* open addressing: index + 1 by code address */
@@ -85,7 +98,8 @@ static uint32_t generation = 1;                        /* ids: generation << 32 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);                             /* the high bits too: slots are its low bits */
 }
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size)
@@ -179,15 +193,18 @@ static uint64_t stack_intern(const frame_t *f, uint32_t n)
     return (uint64_t)generation << 32 | n_stacks;
 }
 
-/* A copy of str attribute `attr` of code (GIL held), or NULL. */
+/* A copy of str attribute `attr` of code (GIL held): "??" where it cannot
+ * be had as UTF-8 (a file name with lone surrogates); NULL only where host
+ * memory ran out. An error it raises is cleared. */
 static char *code_string(pyobj code, pyobj attr)
 {
     pyobj v = py.getattr(code, attr);
-    if (!v) return NULL;
+    const char *s = NULL;
     ssize_t len = 0;
-    const char *s = py.utf8(v, &len);
-    char *copy = s ? strndup(s, (size_t)len) : NULL;
-    py.decref(v);
+    if (v) s = py.utf8(v, &len);
+    char *copy = s ? strndup(s, (size_t)len) : strdup("??");
+    if (v) py.decref(v);
+    if (!s) py.err_clear();
     return copy;
 }
 
@@ -212,55 +229,46 @@ static uint32_t frames_read(pyobj *refs, int32_t *lines)
 }
 
 /* The stack of code objects refs[0..n) at lines (GIL held): their names
- * read where new, then interned. */
+ * read where new (outside mu: reading attributes runs Python), then every
+ * code looked up again and the stack interned under mu, so that a clear in
+ * between cannot leave an index of the old table. */
 static uint64_t stack_of(pyobj *refs, const int32_t *lines, uint32_t n)
 {
     frame_t f[PYSTACKS_DEPTH];
-    bool missing[PYSTACKS_DEPTH];
-    uint32_t n_missing = 0;
+    char *file[PYSTACKS_DEPTH], *name[PYSTACKS_DEPTH];
+    pthread_mutex_lock(&mu);
+    for (uint32_t k = 0; k < n; k++) file[k] = name[k] = code_find(refs[k]) < 0 ? (char *)1 : NULL;
+    pthread_mutex_unlock(&mu);
+    for (uint32_t k = 0; k < n; k++)
+        if (file[k]) {
+            file[k] = code_string(refs[k], py.s_filename);
+            name[k] = code_string(refs[k], py.s_name);
+        }
+    bool lost = false;
     pthread_mutex_lock(&mu);
     for (uint32_t k = 0; k < n; k++) {
         long c = code_find(refs[k]);
-        missing[k] = c < 0;
-        n_missing += missing[k];
+        if (c < 0 && !lost && file[k] && name[k] && code_add(refs[k], file[k], name[k])) {
+            py.incref(refs[k]);                        /* the table's own reference: its address stays its */
+            c = (long)n_codes - 1;
+            file[k] = name[k] = NULL;
+        }
+        free(file[k]);
+        free(name[k]);
+        lost |= c < 0;                                 /* host memory ran out (or a clear came): no frames */
         f[k] = (frame_t){ c < 0 ? 0 : (uint32_t)c, lines[k] };
     }
-    pthread_mutex_unlock(&mu);
-    if (n_missing) {                                   /* outside mu: reading attributes runs Python */
-        pyobj et, ev, etb;
-        py.err_fetch(&et, &ev, &etb);
-        char *file[PYSTACKS_DEPTH], *name[PYSTACKS_DEPTH];
-        for (uint32_t k = 0; k < n; k++)
-            if (missing[k]) {
-                file[k] = code_string(refs[k], py.s_filename);
-                name[k] = code_string(refs[k], py.s_name);
-            }
-        py.err_restore(et, ev, etb);
-        bool lost = false;
-        pthread_mutex_lock(&mu);
-        for (uint32_t k = 0; k < n; k++) {
-            if (!missing[k]) continue;
-            long c = code_find(refs[k]);               /* another thread's call may have added it */
-            if (c < 0 && !lost && file[k] && name[k] && code_add(refs[k], file[k], name[k])) {
-                py.incref(refs[k]);                    /* the table's own reference: its address stays its */
-                c = (long)n_codes - 1;
-                file[k] = name[k] = NULL;
-            }
-            free(file[k]);
-            free(name[k]);
-            lost |= c < 0;                             /* host memory ran out: no frames (the rest freed) */
-            f[k].code = c < 0 ? 0 : (uint32_t)c;
-        }
-        if (lost) {
-            pthread_mutex_unlock(&mu);
-            return 0;
-        }
-    } else {
-        pthread_mutex_lock(&mu);
-    }
-    uint64_t id = stack_intern(f, n);
+    uint64_t id = lost ? 0 : stack_intern(f, n);
     pthread_mutex_unlock(&mu);
     return id;
+}
+
+/* Whether this thread holds the interpreter lock: its own thread state is
+ * the current one (PyGILState_Check answers 1 for every thread once a
+ * sub-interpreter exists; it is the fallback where the getter is missing). */
+static bool gil_held(void *mine)
+{
+    return py.current_state ? py.current_state() == mine : py.gil_check() != 0;
 }
 
 PYSTACKS_API uint64_t cca_pystacks_capture(int action)
@@ -269,14 +277,19 @@ PYSTACKS_API uint64_t cca_pystacks_capture(int action)
         !(atomic_load_explicit(&py_actions, memory_order_relaxed) >> action & 1))
         return 0;
     if (!py.is_initialized() || (py.is_finalizing && py.is_finalizing())) return 0;
-    if (!py.this_thread_state()) return 0;             /* a thread that never ran Python */
-    bool held = py.gil_check();
+    void *mine = py.this_thread_state();
+    if (!mine) return 0;                               /* a thread that never ran Python */
+    bool held = gil_held(mine);
     int state = held ? 0 : py.gil_ensure();
+    pyobj et, ev, etb;                                 /* the thread's own exception, if one is set, stays */
+    py.err_fetch(&et, &ev, &etb);
     pyobj refs[PYSTACKS_DEPTH];
     int32_t lines[PYSTACKS_DEPTH];
     uint32_t n = frames_read(refs, lines);
     uint64_t id = n ? stack_of(refs, lines, n) : 0;
     for (uint32_t k = 0; k < n; k++) py.decref(refs[k]);
+    py.err_clear();                                    /* one a frame's making raised (MemoryError) */
+    py.err_restore(et, ev, etb);
     if (!held) py.gil_release(state);
     return id;
 }
@@ -293,6 +306,7 @@ static void *sym(const char *name, bool *ok)
  * Returns 0, or -1 where this process has no Python interpreter. */
 PYSTACKS_API int cca_pystacks_start(int actions)
 {
+    pthread_once(&atfork_once, install_atfork);
     if (!atomic_load_explicit(&py_ready, memory_order_acquire)) {
         bool ok = true;
         *(void **)&py.is_initialized = sym("Py_IsInitialized", &ok);
@@ -311,6 +325,9 @@ PYSTACKS_API int cca_pystacks_start(int actions)
         *(void **)&py.intern = sym("PyUnicode_InternFromString", &ok);
         *(void **)&py.err_fetch = sym("PyErr_Fetch", &ok);
         *(void **)&py.err_restore = sym("PyErr_Restore", &ok);
+        *(void **)&py.err_clear = sym("PyErr_Clear", &ok);
+        *(void **)&py.current_state = dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked");
+        if (!py.current_state) *(void **)&py.current_state = dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet");
         bool fin = true;                               /* Py_IsFinalizing from 3.13, _Py_IsFinalizing before */
         *(void **)&py.is_finalizing = sym("Py_IsFinalizing", &fin);
         if (!fin) *(void **)&py.is_finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");

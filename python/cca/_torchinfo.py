@@ -18,6 +18,7 @@ import sys
 
 _found = {}                                           # name -> bool, for the torch read
 _data = []                                            # [the library mapped] once read, [None] when unreadable
+_CORE = (b"num_ooms", b"allocated_bytes", b"num_alloc_retries")   # every torch 2.x has these: else not the place
 
 
 def torch_module():
@@ -31,7 +32,10 @@ def _library():
         path = os.path.join(os.path.dirname(getattr(torch, "__file__", "") or ""), "lib", "libtorch_python.so")
         try:
             with open(path, "rb") as f:
-                _data.append(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))   # kept mapped: read, not copied
+                m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)   # kept mapped: read, not copied
+            if any(m.find(n + b"\0") < 0 for n in _CORE):
+                m = None                              # its names live elsewhere in this build: the newest layout
+            _data.append(m)
         except (OSError, ValueError):
             _data.append(None)
     return _data[0]

@@ -140,11 +140,12 @@ def record_history(enabled="all", context="all", stacks="all", max_entries=sys.m
             _core.check(lib.cca_record_history(a, n), "cca.record_history")
 
     if enabled is None:                               # live blocks keep their frames, as torch's do
-        lib.cca_history_set_context(None, 0)
         bound(0)
-        if _frames:
-            _frames[0].cca_pystacks_start(0)
-        _state.update(enabled=None, context=None)
+        if a is None:                                 # one device's stop leaves the others recording
+            lib.cca_history_set_context(None, 0)
+            if _frames:
+                _frames[0].cca_pystacks_start(0)
+            _state.update(enabled=None, context=None)
         return
     if clear_history:
         bound(0)

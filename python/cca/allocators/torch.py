@@ -278,9 +278,13 @@ def _answer(torch):
     memory_stats_as_nested_dict for the one case its own code cannot see
     (another framework allocating through cca before torch starts CUDA)."""
     C = torch._C
+
+    def fresh(fn):                                    # a closure of its own: wraps() must not rename cca's function
+        return lambda *args, **kwargs: fn(*args, **kwargs)
+
     for name, fn in _ANSWERS.items():
         if hasattr(C, name):
-            setattr(C, name, functools.wraps(getattr(C, name))(fn) if callable(getattr(C, name)) else fn)
+            setattr(C, name, functools.wraps(getattr(C, name))(fresh(fn)))
     for name, around in _AROUND.items():
         if hasattr(C, name):
             setattr(C, name, functools.wraps(getattr(C, name))(around(getattr(C, name))))
