@@ -85,14 +85,15 @@ static void child_after_fork(void) { pthread_mutex_init(&mu, NULL); }
 static void install_atfork(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 static code_t *codes;
 static size_t n_codes, cap_codes;
-static uint32_t *code_slots;                           /* open addressing: index + 1 by code address */
-static size_t code_slot_cap;
+/* An open-addressing index over an array: slot holds index + 1 (0: empty),
+ * placed by the entry's hash; cap a power of two. */
+typedef struct { uint32_t *slot; size_t cap; } slots_t;
+static slots_t code_slots;                             /* by code address */
 static frame_t *frames;
 static size_t n_frames, cap_frames;
 static pystack_t *stacks;
 static size_t n_stacks, cap_stacks;
-static uint32_t *stack_slots;                          /* open addressing: index + 1 by hash */
-static size_t stack_slot_cap;
+static slots_t stack_slots;                            /* by the stack's hash */
 static uint32_t generation = 1;                        /* ids: generation << 32 | index + 1 */
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -114,56 +115,48 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size)
     return true;
 }
 
+static uint64_t code_hash(const void *code) { return mix(0, (uintptr_t)code); }
+static uint64_t code_key(size_t k) { return code_hash(codes[k].code); }
+static uint64_t stack_key(size_t k) { return stacks[k].hash; }
+
+static void slots_put(slots_t *t, uint64_t h, size_t k)
+{
+    size_t mask = t->cap - 1, i = (size_t)h & mask;
+    while (t->slot[i]) i = (i + 1) & mask;
+    t->slot[i] = (uint32_t)k + 1;
+}
+
+/* Room for entry n (entries 0..n-1 placed by key): the index doubles once
+ * half full; false where host memory ran out (the index as it was). */
+static bool slots_room(slots_t *t, size_t n, size_t first_cap, uint64_t (*key)(size_t))
+{
+    if ((n + 1) * 2 <= t->cap) return true;
+    slots_t g = { calloc(t->cap ? t->cap * 2 : first_cap, sizeof *g.slot), t->cap ? t->cap * 2 : first_cap };
+    if (!g.slot) return false;
+    for (size_t k = 0; k < n; k++) slots_put(&g, key(k), k);
+    free(t->slot);
+    *t = g;
+    return true;
+}
+
 /* The index of code in codes, or -1 (mu held). */
 static long code_find(pyobj code)
 {
-    if (!code_slot_cap) return -1;
-    size_t mask = code_slot_cap - 1, i = (size_t)mix(0, (uintptr_t)code) & mask;
-    for (; code_slots[i]; i = (i + 1) & mask)
-        if (codes[code_slots[i] - 1].code == code) return (long)code_slots[i] - 1;
+    if (!code_slots.cap) return -1;
+    size_t mask = code_slots.cap - 1, i = (size_t)code_hash(code) & mask;
+    for (; code_slots.slot[i]; i = (i + 1) & mask)
+        if (codes[code_slots.slot[i] - 1].code == code) return (long)code_slots.slot[i] - 1;
     return -1;
-}
-
-static bool code_rehash(size_t cap)
-{
-    uint32_t *s = calloc(cap, sizeof *s);
-    if (!s) return false;
-    for (size_t k = 0; k < n_codes; k++) {
-        size_t i = (size_t)mix(0, (uintptr_t)codes[k].code) & (cap - 1);
-        while (s[i]) i = (i + 1) & (cap - 1);
-        s[i] = (uint32_t)k + 1;
-    }
-    free(code_slots);
-    code_slots = s;
-    code_slot_cap = cap;
-    return true;
 }
 
 /* Adds code (a reference the table keeps) with its names (mu held); false
  * where host memory ran out. */
 static bool code_add(pyobj code, char *file, char *name)
 {
-    if ((n_codes + 1) * 2 > code_slot_cap && !code_rehash(code_slot_cap ? code_slot_cap * 2 : 256)) return false;
+    if (!slots_room(&code_slots, n_codes, 256, code_key)) return false;
     if (!grow((void **)&codes, &cap_codes, n_codes + 1, sizeof *codes)) return false;
-    codes[n_codes++] = (code_t){ code, file, name };
-    size_t mask = code_slot_cap - 1, i = (size_t)mix(0, (uintptr_t)code) & mask;
-    while (code_slots[i]) i = (i + 1) & mask;
-    code_slots[i] = (uint32_t)n_codes;
-    return true;
-}
-
-static bool stack_rehash(size_t cap)
-{
-    uint32_t *s = calloc(cap, sizeof *s);
-    if (!s) return false;
-    for (size_t k = 0; k < n_stacks; k++) {
-        size_t i = (size_t)stacks[k].hash & (cap - 1);
-        while (s[i]) i = (i + 1) & (cap - 1);
-        s[i] = (uint32_t)k + 1;
-    }
-    free(stack_slots);
-    stack_slots = s;
-    stack_slot_cap = cap;
+    codes[n_codes] = (code_t){ code, file, name };
+    slots_put(&code_slots, code_hash(code), n_codes++);
     return true;
 }
 
@@ -172,24 +165,22 @@ static uint64_t stack_intern(const frame_t *f, uint32_t n)
 {
     uint64_t h = mix(n, 0);
     for (uint32_t k = 0; k < n; k++) h = mix(mix(h, f[k].code), (uint32_t)f[k].line);
-    if (stack_slot_cap) {
-        size_t mask = stack_slot_cap - 1;
-        for (size_t i = (size_t)h & mask; stack_slots[i]; i = (i + 1) & mask) {
-            const pystack_t *s = &stacks[stack_slots[i] - 1];
+    if (stack_slots.cap) {
+        size_t mask = stack_slots.cap - 1;
+        for (size_t i = (size_t)h & mask; stack_slots.slot[i]; i = (i + 1) & mask) {
+            const pystack_t *s = &stacks[stack_slots.slot[i] - 1];
             if (s->hash == h && s->n == n && !memcmp(&frames[s->first], f, n * sizeof *f))
-                return (uint64_t)generation << 32 | stack_slots[i];
+                return (uint64_t)generation << 32 | stack_slots.slot[i];
         }
     }
-    if ((n_stacks + 1) * 2 > stack_slot_cap && !stack_rehash(stack_slot_cap ? stack_slot_cap * 2 : 1024)) return 0;
+    if (!slots_room(&stack_slots, n_stacks, 1024, stack_key)) return 0;
     if (!grow((void **)&stacks, &cap_stacks, n_stacks + 1, sizeof *stacks) ||
         !grow((void **)&frames, &cap_frames, n_frames + n, sizeof *frames))
         return 0;
     memcpy(&frames[n_frames], f, n * sizeof *f);
-    stacks[n_stacks++] = (pystack_t){ n_frames, n, h, NULL };
+    stacks[n_stacks] = (pystack_t){ n_frames, n, h, NULL };
+    slots_put(&stack_slots, h, n_stacks++);
     n_frames += n;
-    size_t mask = stack_slot_cap - 1, i = (size_t)h & mask;
-    while (stack_slots[i]) i = (i + 1) & mask;
-    stack_slots[i] = (uint32_t)n_stacks;
     return (uint64_t)generation << 32 | n_stacks;
 }
 
@@ -353,11 +344,9 @@ PYSTACKS_API void cca_pystacks_clear(void)
     for (size_t k = 0; k < n_stacks; k++) free(stacks[k].json);
     codes = NULL;
     n_codes = cap_codes = n_stacks = n_frames = 0;
-    free(code_slots);
-    free(stack_slots);
-    code_slots = NULL;
-    stack_slots = NULL;
-    code_slot_cap = stack_slot_cap = 0;
+    free(code_slots.slot);
+    free(stack_slots.slot);
+    code_slots = stack_slots = (slots_t){ NULL, 0 };
     generation++;
     pthread_mutex_unlock(&mu);
     if (n_old && atomic_load_explicit(&py_ready, memory_order_acquire) && py.is_initialized()) {
