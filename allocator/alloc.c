@@ -87,6 +87,7 @@ static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
     _cca_oom_fill(a, ctx, &r);
     if (_cca_history_on(a))
         _cca_history_add(a, CCA_HISTORY_OOM, 0, ctx->requested, ctx->stream, _cca_tag_now(), r.device_free);
+    if (_cca_trace_on(a)) _cca_trace_failure(a, ctx->requested, ctx->stream);
     _cca_acct_oom(a, &r);                             /* ... which this one replaces */
     return s;
 }
@@ -130,6 +131,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     b->tag = _cca_tag_now();
     b->context = _cca_history_context;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_ALLOC, b->addr, size, st->handle, b->tag, 0);
+    if (_cca_trace_on(a)) _cca_trace_alloc(a, b->addr, size, st);
     a->change.addr = b->addr, a->change.size = b->size, a->change.kind = 1;
     *ptr = (void *)b->addr;
     return CCA_OK;
@@ -344,6 +346,7 @@ static __attribute__((noinline)) cca_status_t alloc_free_all_locked(cca_allocato
         cca_stream_t *st = b->seg->stream;
         if (_cca_history_on(a))
             _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
+        if (_cca_trace_on(a)) _cca_trace_free(a, b->addr, b->requested, st);
         a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
         alloc_release_to_pool(a, st, b);
         if (st->dead) _cca_streams_reap(a);           /* its segment may go back now */

@@ -85,6 +85,8 @@ static const char *config_check_field(const cca_config_t *c, int k)
         return c->segment_growth_percent > 1000 ? "segment_growth_percent must be from 0 to 1000" : NULL;
     case K_expandable_segments:
         return c->expandable_segments != 0 && c->expandable_segments != 1 ? "expandable_segments must be 0 or 1" : NULL;
+    case K_trace_file:
+        return !memchr(c->trace_file, 0, sizeof c->trace_file) ? "trace_file must end within its 1024 bytes" : NULL;
     default:
         return NULL;
     }
@@ -228,6 +230,7 @@ static cca_status_t config_parse_division_list(parser_t *ps, char *list, cca_con
 /* Whether preset `name` sets key k. */
 static bool config_preset_sets(const char *name, int k)
 {
+    if (k == K_trace_file) return false;               /* where to record is no policy */
     if (!strcmp(name, "pytorch")) return k != K_preset;
     if (!strcmp(name, "expandable")) return k == K_expandable_segments;
     return k == K_release_before_grow || k == K_max_split_size_mb;
@@ -284,6 +287,11 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         if (!config_parse_bool(v, &c->expandable_segments))
             return config_bad(ps, "expandable_segments: '%s' must be True or False (any case; 1 and 0 too)", config_shown(v, sh));
         break;
+    case K_trace_file:
+        if (strlen(v) >= sizeof c->trace_file)
+            return config_bad(ps, "trace_file: the path is %zu bytes, more than %zu", strlen(v), sizeof c->trace_file - 1);
+        memcpy(c->trace_file, v, strlen(v) + 1);
+        break;
     case K_preset:
         if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
             return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean, expandable)", config_shown(v, sh));
@@ -291,9 +299,10 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
             if (ps->given[j] && config_preset_sets(v, j))
                 return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
         if (!strcmp(v, "pytorch")) {
-            int device = c->device;
+            cca_config_t keep = *c;
             config_defaults(c);
-            c->device = device;
+            c->device = keep.device;
+            memcpy(c->trace_file, keep.trace_file, sizeof c->trace_file);
         } else if (!strcmp(v, "expandable")) {
             c->expandable_segments = 1;
         } else {

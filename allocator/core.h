@@ -139,6 +139,14 @@ void   _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_repor
 size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail);
 size_t _cca_largest_free(const cca_allocator_t *a);
 
+/* tracefile.c: a trace file's rows, all locked, while a->trace is set
+ * (_cca_trace_on); _cca_trace_destroy ends it in cca_destroy. */
+void _cca_trace_alloc(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st);
+void _cca_trace_free(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st);
+void _cca_trace_failure(cca_allocator_t *a, size_t requested, cudaStream_t stream);
+void _cca_trace_destroy(cca_allocator_t *a);
+static inline bool _cca_trace_on(const cca_allocator_t *a) { return __builtin_expect(a->trace != NULL, 0); }
+
 /* history.c: the recorded events, all locked. _cca_history_add records one
  * while history is on; _cca_history_completed records a pending free's
  * completion (with b->requested, still the size its free request had). _cca_history_copy

@@ -89,6 +89,12 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     a->host_bytes += (int64_t)sizeof *a;
     create_set_cap(a);
     _cca_registry_add(a);
+    if (c.trace_file[0] && (s = cca_trace_start(a, c.trace_file)) != CCA_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", cca_last_error_string());
+        cca_destroy(a);                               /* not one that forgets what it was asked to record */
+        return _cca_fail(s, "cca_create: trace_file: %s", why);
+    }
     *out = a;
     return CCA_OK;
 }
@@ -185,6 +191,7 @@ void cca_destroy(cca_allocator_t *a)
     _cca_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
     _cca_history_destroy(a);
+    _cca_trace_destroy(a);
     cca_stream_t *st = a->streams;
     a->streams = NULL;
     a->all_locked = false;

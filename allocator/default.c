@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 
 #define MAX_DEVICES 64
@@ -18,6 +19,7 @@ static cca_config_t conf;
 static char conf_error[400];
 static const char *conf_origin = "CCA_CONF";
 static size_t history_max;                            /* cca_default_record_history's bound; 0: off */
+static char trace_path[CCA_TRACE_PATH_MAX];           /* cca_default_trace_start's path; "": off */
 
 /* Reads the configuration once (default_lock held). */
 static void default_read_conf(void)
@@ -67,6 +69,13 @@ static cca_status_t default_create_default(int device, cca_allocator_t **out)
         if (s == CCA_OK && history_max && (s = cca_record_history(a, history_max)) != CCA_OK) {
             cca_destroy(a);                           /* not one that forgets what it was asked to record */
             a = NULL;
+        }
+        if (s == CCA_OK && trace_path[0] && !a->trace && (s = cca_trace_start(a, trace_path)) != CCA_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", cca_last_error_string());
+            cca_destroy(a);
+            a = NULL;
+            s = _cca_fail(s, "%s", why);
         }
         if (s == CCA_OK) atomic_store_explicit(&defaults[device], a, memory_order_release);
     }
@@ -118,6 +127,33 @@ cca_status_t cca_default_record_history(size_t max_entries)
             if (a && cca_record_history(a, history_max) != CCA_OK) (void)cca_record_history(a, 0);
         }
         s = _cca_fail(s, "%s", why);
+    }
+    pthread_mutex_unlock(&default_lock);
+    return s;
+}
+
+cca_status_t cca_default_trace_start(const char *path)
+{
+    if (path && strlen(path) >= sizeof trace_path)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_trace_start: the path is longer than %zu bytes",
+                         sizeof trace_path - 1);
+    pthread_mutex_lock(&default_lock);
+    cca_status_t s = CCA_OK;
+    int d = 0;
+    for (; d < MAX_DEVICES && s == CCA_OK; d++) {
+        cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
+        if (a) s = cca_trace_start(a, path);
+    }
+    if (s == CCA_OK) {
+        snprintf(trace_path, sizeof trace_path, "%s", path ? path : "");
+    } else {                                          /* the ones it started stop again */
+        char why[512];
+        snprintf(why, sizeof why, "%s", cca_last_error_string());
+        for (int k = 0; k < d - 1; k++) {
+            cca_allocator_t *a = atomic_load_explicit(&defaults[k], memory_order_relaxed);
+            if (a) (void)cca_trace_stop(a);
+        }
+        s = _cca_fail(s, "cca_default_trace_start: %s", why);
     }
     pthread_mutex_unlock(&default_lock);
     return s;

@@ -31,6 +31,7 @@ const char *cca_status_string(cca_status_t s)
     case CCA_ERROR_OUT_OF_MEMORY: return "CCA_ERROR_OUT_OF_MEMORY";
     case CCA_ERROR_INVALID_CONFIG: return "CCA_ERROR_INVALID_CONFIG";
     case CCA_ERROR_CUDA: return "CCA_ERROR_CUDA";
+    case CCA_ERROR_IO: return "CCA_ERROR_IO";
     }
     return "unknown cca status";
 }

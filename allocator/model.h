@@ -211,6 +211,8 @@ typedef struct cca_history cca_history_t;
 /* a->hooks: what sends every call down the all-locked path */
 #define CCA_HOOK_WATCH   1                            /* watches: every change told to acct.ops->changed */
 #define CCA_HOOK_HISTORY 2                            /* history: every change recorded (history.c) */
+#define CCA_HOOK_TRACE   4                            /* a trace file: every change written (tracefile.c) */
+typedef struct cca_tracefile cca_tracefile_t;
 
 struct cca_allocator {
     cca_lock_t lock;                                  /* first of the all-locked path */
@@ -251,6 +253,7 @@ struct cca_allocator {
     bool accumulated_reset;                           /* allocated - freed == current no longer holds */
     _Atomic int hooks;                                /* CCA_HOOK_* bits; nonzero: every call all locked */
     struct cca_history *history;                      /* all locked: recorded events (history.c); NULL: off */
+    cca_tracefile_t *trace;                           /* all locked: the trace file written (tracefile.c); NULL: off */
     struct {                                          /* all locked: the block this call took or freed, */
         uintptr_t addr;                               /* for the accounting's scopes (kind 0: neither) */
         size_t size;

@@ -16,6 +16,8 @@ typedef struct replay_state {
     cudaStream_t *streams;
     void **ptrs;
     uint8_t *state;
+    uint64_t *sizes;         /* each slot's size, while live */
+    uint64_t live;           /* bytes live (as asked) */
     replay_result_t *r;
 } replay_state_t;
 
@@ -56,6 +58,9 @@ static int do_alloc(replay_state_t *s, const trace_event_t *e)
     int r = s->ops->malloc(s->ctx, &s->ptrs[e->slot], e->size, s->streams[e->stream]);
     if (r == BENCH_OK) {
         s->state[e->slot] = SLOT_LIVE;
+        s->sizes[e->slot] = e->size;
+        if ((s->live += e->size) > s->r->peak_live)
+            s->r->peak_live = s->live;
         if (s->o->track_peak && !s->ops->peak_reserved) {
             uint64_t res = s->ops->reserved_bytes(s->ctx);
             if (res > s->r->peak_reserved)
@@ -68,7 +73,8 @@ static int do_alloc(replay_state_t *s, const trace_event_t *e)
         return -1;
     }
     s->state[e->slot] = SLOT_REFUSED;
-    s->r->ooms++;
+    if (!s->r->ooms++)
+        s->r->first_oom = (size_t)(e - s->t->events);
     if (s->o->stop_at_oom) {
         s->r->aborted = 1;
         return -1;
@@ -83,6 +89,7 @@ static int do_free(replay_state_t *s, const trace_event_t *e)
         return 0;
     }
     s->state[e->slot] = SLOT_NONE;
+    s->live -= s->sizes[e->slot];
     if (s->ops->free(s->ctx, s->ptrs[e->slot]) != BENCH_OK) {
         fail(s->r, "free failed");
         return -1;
@@ -103,6 +110,33 @@ static int do_record(replay_state_t *s, const trace_event_t *e)
     return 0;
 }
 
+/* A request the recorded run was refused, made again (opts->failures): a
+ * refusal counts as one; served, it is freed at once (what the run would
+ * have done next is not in the trace). */
+static int do_failure(replay_state_t *s, const trace_event_t *e)
+{
+    if (!s->o->failures)
+        return 0;
+    void *p = NULL;
+    int r = s->ops->malloc(s->ctx, &p, e->size, s->streams[e->stream]);
+    if (r == BENCH_OK) {
+        if (s->live + e->size > s->r->peak_live)
+            s->r->peak_live = s->live + e->size;
+        return s->ops->free(s->ctx, p) == BENCH_OK ? 0 : (fail(s->r, "free failed"), -1);
+    }
+    if (r != BENCH_OOM) {
+        fail(s->r, "allocation failed (not an OOM)");
+        return -1;
+    }
+    if (!s->r->ooms++)
+        s->r->first_oom = (size_t)(e - s->t->events);
+    if (s->o->stop_at_oom) {
+        s->r->aborted = 1;
+        return -1;
+    }
+    return 0;
+}
+
 static void event_loop(replay_state_t *s)
 {
     simctl_calls_t c0, c1;
@@ -113,7 +147,8 @@ static void event_loop(replay_state_t *s)
     for (i = 0; i < n; i++) {
         const trace_event_t *e = &s->t->events[i];
         progress(s, i);
-        int r = e->op == TRACE_ALLOC ? do_alloc(s, e) : e->op == TRACE_FREE ? do_free(s, e) : do_record(s, e);
+        int r = e->op == TRACE_ALLOC ? do_alloc(s, e) : e->op == TRACE_FREE ? do_free(s, e) :
+                e->op == TRACE_RECORD ? do_record(s, e) : do_failure(s, e);
         if (r != 0)
             break;
     }
@@ -135,6 +170,8 @@ static void finish(replay_state_t *s)
     if (s->o->check && s->ops->check &&
         s->ops->check(s->ctx, s->r->check_msg, sizeof s->r->check_msg) != BENCH_OK)
         s->r->check_failed = 1;
+    if (s->o->inspect)
+        s->o->inspect(s->ctx, s->o->inspect_arg);
     for (size_t k = 0; k < s->t->n_slots; k++)
         if (s->state[k] == SLOT_LIVE)
             s->ops->free(s->ctx, s->ptrs[k]);
@@ -147,12 +184,20 @@ replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const cha
     replay_state_t s = {.t = t, .ops = ops, .o = o, .r = &r};
     memset(&r, 0, sizeof r);
     r.ok = 1;
+    r.first_oom = SIZE_MAX;
     if (o->capacity)
         simctl_reset(o->capacity);
+    void *reserve = NULL;
     s.ptrs = calloc(t->n_slots + 1, sizeof *s.ptrs);
     s.state = calloc(t->n_slots + 1, 1);
-    if (!s.ptrs || !s.state || make_streams(&s) != 0)
+    s.sizes = calloc(t->n_slots + 1, sizeof *s.sizes);
+    if (!s.ptrs || !s.state || !s.sizes || make_streams(&s) != 0)
         fail(&r, "out of host memory, or cannot create the trace's streams");
+    else if (o->reserve && cudaMalloc(&reserve, o->reserve) != cudaSuccess) {
+        (void)cudaGetLastError();
+        reserve = NULL;
+        fail(&r, "the reserve does not fit on the device");
+    }
     else if (!(s.ctx = ops->init(conf, r.error, sizeof r.error)))
         r.ok = 0;
     else {
@@ -160,9 +205,12 @@ replay_result_t replay(const trace_t *t, const bench_alloc_ops_t *ops, const cha
         finish(&s);
         ops->fini(s.ctx);
     }
+    if (reserve)
+        cudaFree(reserve);
     destroy_streams(&s);
     free(s.ptrs);
     free(s.state);
+    free(s.sizes);
     return r;
 }
 

@@ -19,6 +19,13 @@ typedef struct replay_opts {
                             allocator keeps no peak of its own */
     int check;           /* run ops->check after the event loop */
     int progress;        /* a progress line on stderr for long traces */
+    int failures;        /* make the trace's "allocate failure" requests too (freed at once when served) */
+    size_t reserve;      /* sim: bytes taken by cudaMalloc outside the allocator first (the CUDA
+                            context and other libraries), given back at the end */
+    /* Optional: called with the allocator's context after the event loop,
+     * before the blocks still live are freed (its figures as the run left them). */
+    void (*inspect)(void *ctx, void *arg);
+    void *inspect_arg;
 } replay_opts_t;
 
 typedef struct replay_result {
@@ -26,6 +33,8 @@ typedef struct replay_result {
     char error[256];
     size_t events;           /* events replayed */
     size_t ooms;             /* allocations the allocator refused */
+    size_t first_oom;        /* the event index of the first refusal (SIZE_MAX: none) */
+    uint64_t peak_live;      /* most bytes live that the allocator served (sizes as asked) */
     size_t skipped_frees;    /* frees of refused allocations */
     int aborted;             /* stopped at the first OOM (stop_at_oom) */
     uint64_t ns;             /* wall time of the event loop */

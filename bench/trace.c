@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { COL_ACTION, COL_POINTER, COL_SIZE, COL_STREAM, COL_COUNT };
-static const char *const col_names[COL_COUNT] = {"Action", "Pointer", "Size", "Stream"};
+enum { COL_ACTION, COL_POINTER, COL_SIZE, COL_STREAM, COL_COUNT, COL_TIME = COL_COUNT };
+static const char *const col_names[COL_COUNT + 1] = {"Action", "Pointer", "Size", "Stream", "Time"};
 
 typedef struct loader {
     trace_t *t;
@@ -16,7 +16,8 @@ typedef struct loader {
     uint64_t *slot_size;     /* size of each slot, while live */
     size_t cap_events, cap_slots;
     uint64_t live_bytes;
-    int col[COL_COUNT];      /* field index of each column */
+    int col[COL_COUNT + 1];  /* field index of each column (Time: -1 when absent) */
+    uint64_t time_us;        /* the row's Time */
     size_t line;
 } loader_t;
 
@@ -68,6 +69,10 @@ static int parse_header(loader_t *L, char *line)
 {
     char *f[16];
     int n = split(line, f, 16);
+    L->col[COL_TIME] = -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(f[i], "Time") == 0)
+            L->col[COL_TIME] = i;
     for (int c = 0; c < COL_COUNT; c++) {
         L->col[c] = -1;
         for (int i = 0; i < n; i++)
@@ -106,13 +111,37 @@ static int push_event(loader_t *L, const trace_event_t *e)
     if (t->n_events == L->cap_events) {
         size_t cap = L->cap_events ? L->cap_events * 2 : 4096;
         trace_event_t *ev = realloc(t->events, cap * sizeof *ev);
-        if (!ev)
+        if (ev)
+            t->events = ev;
+        uint64_t *tu = ev ? realloc(t->time_us, cap * sizeof *tu) : NULL;
+        if (tu)
+            t->time_us = tu;
+        uint32_t *rw = tu ? realloc(t->row, cap * sizeof *rw) : NULL;
+        if (!rw)
             return -1;
-        t->events = ev;
+        t->row = rw;
         L->cap_events = cap;
     }
+    t->time_us[t->n_events] = L->time_us;
+    t->row[t->n_events] = (uint32_t)(t->n_rows - 1);
     t->events[t->n_events++] = *e;
     return 0;
+}
+
+/* "HH:MM:SS.ffffff" (hours of any width, fraction of up to 6 digits) in
+ * microseconds; 0 for anything else. */
+static uint64_t parse_time(const char *s)
+{
+    unsigned long long h, m;
+    char *end;
+    h = strtoull(s, &end, 10);
+    if (*end != ':')
+        return 0;
+    m = strtoull(end + 1, &end, 10);
+    if (*end != ':')
+        return 0;
+    double sec = strtod(end + 1, &end);
+    return (uint64_t)((h * 60 + m) * 60) * 1000000u + (uint64_t)(sec * 1e6 + 0.5);
 }
 
 static int on_alloc(loader_t *L, uint64_t ptr, uint64_t size, uint16_t stream)
@@ -174,13 +203,15 @@ static int parse_row(loader_t *L, char *line)
     if (*end || stream_index(L->t, sid, &stream) != 0)
         return bad_row(L, "bad Stream");
     L->t->n_rows++;
+    L->time_us = L->col[COL_TIME] >= 0 && L->col[COL_TIME] < n ? parse_time(f[L->col[COL_TIME]]) : 0;
     if (strcmp(action, "allocate") == 0)
         return on_alloc(L, ptr, size, stream) == 0 ? 0 : bad_row(L, "out of memory");
     if (strcmp(action, "free") == 0)
         return on_free(L, ptr, stream) == 0 ? 0 : bad_row(L, "out of memory");
     if (strcmp(action, "allocate failure") == 0) {
         L->t->n_failures++;
-        return 0;
+        trace_event_t e = {.size = size, .slot = UINT32_MAX, .stream = stream, .op = TRACE_FAILURE};
+        return push_event(L, &e) == 0 ? 0 : bad_row(L, "out of memory");
     }
     return bad_row(L, "unknown Action");
 }
@@ -190,6 +221,29 @@ static void chomp(char *line)
     size_t n = strlen(line);
     while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
         line[--n] = '\0';
+}
+
+/* "#cca-trace N key=value ...": the layout's version and what it says of
+ * the recording. */
+static int parse_version(loader_t *L, char *line)
+{
+    trace_t *t = L->t;
+    char *end;
+    long v = strtol(line + strlen("#cca-trace"), &end, 10);
+    if (end == line + strlen("#cca-trace") || v < 1)
+        return bad_row(L, "bad version line (expected '#cca-trace N ...')");
+    if (v > TRACE_LAYOUT_VERSION) {
+        snprintf(t->error, sizeof t->error, "%.300s: trace layout %ld is newer than this reader's %d: "
+                 "read it with a newer cca", t->path, v, TRACE_LAYOUT_VERSION);
+        return -1;
+    }
+    t->version = (int)v;
+    char *save = NULL;
+    for (char *tok = strtok_r(end, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        if (!strncmp(tok, "device=", 7)) t->device = atoi(tok + 7);
+        else if (!strncmp(tok, "device_memory=", 14)) t->device_memory = strtoull(tok + 14, NULL, 10);
+    }
+    return 0;
 }
 
 static int parse_lines(loader_t *L, char *buf)
@@ -203,6 +257,11 @@ static int parse_lines(loader_t *L, char *buf)
         chomp(line);
         if (!*line)
             continue;
+        if (!have_header && !L->t->version && !strncmp(line, "#cca-trace", 10)) {
+            if (parse_version(L, line) != 0)
+                return -1;
+            continue;
+        }
         int r = have_header ? parse_row(L, line) : parse_header(L, line);
         if (r != 0)
             return -1;
@@ -220,15 +279,33 @@ static void set_name(trace_t *t, const char *path)
     snprintf(t->name, sizeof t->name, "%s", slash ? slash + 1 : path);
 }
 
+static int load_buffer(trace_t *out, char *buf);
+
 int trace_load(const char *path, trace_t *out)
 {
-    loader_t L = {.t = out};
     size_t len;
     memset(out, 0, sizeof *out);
+    out->device = -1;
     set_name(out, path);
     char *buf = read_file(path, &len, out->error, sizeof out->error);
     if (!buf)
         return -1;
+    int r = load_buffer(out, buf);
+    free(buf);
+    return r;
+}
+
+int trace_load_text(char *text, const char *name, trace_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->device = -1;
+    set_name(out, name);
+    return load_buffer(out, text);
+}
+
+static int load_buffer(trace_t *out, char *buf)
+{
+    loader_t L = {.t = out};
     int r = u64map_init(&L.live, 1024);
     if (r == 0)
         r = parse_lines(&L, buf);
@@ -237,7 +314,6 @@ int trace_load(const char *path, trace_t *out)
     out->n_live_at_end = L.live.len;
     u64map_fini(&L.live);
     free(L.slot_size);
-    free(buf);
     if (r != 0) {
         char keep[sizeof out->error];
         memcpy(keep, out->error, sizeof keep);
@@ -250,6 +326,8 @@ int trace_load(const char *path, trace_t *out)
 void trace_free(trace_t *t)
 {
     free(t->events);
+    free(t->time_us);
+    free(t->row);
     free(t->stream_ids);
     memset(t, 0, sizeof *t);
 }

@@ -25,6 +25,7 @@ typedef enum cca_status {
     CCA_ERROR_OUT_OF_MEMORY,      /* device memory exhausted or fragmented, or the cap reached */
     CCA_ERROR_INVALID_CONFIG,     /* a CCA_CONF key or value that cannot be used */
     CCA_ERROR_CUDA,               /* a CUDA runtime call failed for another reason */
+    CCA_ERROR_IO,                 /* a trace file could not be opened or written (cca_trace_start) */
 } cca_status_t;
 
 typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
@@ -58,6 +59,7 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
 /* Size intervals of roundup_power2_divisions: [0,2 MiB), [2,4), [4,8) MiB ...
  * up to the last, which covers everything from 32 GiB on (as PyTorch). */
 #define CCA_ROUNDUP_INTERVALS 16
+#define CCA_TRACE_PATH_MAX 1024           /* trace_file's room, its terminating NUL included */
 
 #define CCA_CONFIG_FIELDS(X) \
     X(int,      device, , "CUDA device this allocator serves") \
@@ -69,7 +71,8 @@ typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
     /* Policies beyond PyTorch's rules (off by default; see docs/design.md "Policies"): */ \
     X(int,      release_before_grow, , "return the growing stream's unused cached segments if they keep the reserved peak from rising, while free memory or the cap's room is at least 4x what cca holds") \
     X(size_t,   segment_growth_percent, , "0: off; else new large segments are at least this % of reserved large bytes") \
-    X(int,      expandable_segments, , "1: segments are virtual ranges mapped as they grow (CUDA's VMM calls; see docs/design.md)")
+    X(int,      expandable_segments, , "1: segments are virtual ranges mapped as they grow (CUDA's VMM calls; see docs/design.md)") \
+    X(char,     trace_file, [CCA_TRACE_PATH_MAX], "\"\": off; else record every allocation and free there (cca_trace_start)")
 
 typedef struct cca_config { CCA_CONFIG_FIELDS(CCA_MEMBER_) } cca_config_t;
 
@@ -149,7 +152,9 @@ CCA_PLAIN_(void, cca_config_init, (cca_config_t *cfg),
     X(expandable_segments, "True or False", "True, False, 1, 0", "False", \
       "one growing virtual range per stream and pool, mapped in physical handles; free handles unmapped when memory runs short") \
     X(preset, "name", "pytorch, lean, expandable", "pytorch", \
-      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128; expandable: expandable_segments:True")
+      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128; expandable: expandable_segments:True") \
+    X(trace_file, "path", "a file cca can write, up to 1023 bytes, without ','; %d: the device", "off", \
+      "record every allocation and free to this CSV trace, to replay with cca-replay (cca_trace_start)")
 
 typedef struct cca_config_key {
     const char *name, *value, *range, *default_value, *doc;
@@ -197,7 +202,8 @@ CCA_PLAIN_(cca_status_t, cca_get_config, (cca_allocator_t *a, cca_config_t *out)
  * after 4 tries per call: cudaFree failed for 1 segment (20971520 bytes):
  * cudaErrorMemoryAllocation". A mapping that cannot be unmapped still has
  * its handle released, but keeps its reservation ("N reservations (B
- * bytes) not freed: mappings remain in it"). */
+ * bytes) not freed: mappings remain in it"). A trace file (cca_trace_start)
+ * is written out and closed; rows it lost are said there too. */
 CCA_API void cca_destroy(cca_allocator_t *a);
 
 /* Allocates size bytes for use on stream. Size 0 gives *ptr = NULL.
@@ -690,6 +696,40 @@ CCA_API void cca_history_set_skip(unsigned actions);
 
 /* torch's name of an action ("alloc", "free_requested", ...); "unknown". */
 CCA_API const char *cca_history_action_string(int action);
+
+/* ---- trace files: every allocation and free, to replay on any device ----
+ * The CSV layout of RAPIDS RMM's logging adaptor (docs/replay.md), after a
+ * version line: "#cca-trace 1 device=D device_memory=BYTES", then
+ * "Thread,Time,Action,Pointer,Size,Stream" and one row per allocate, free
+ * or "allocate failure" (an out-of-memory cca_malloc returned); Size is the
+ * size asked for, Time HH:MM:SS.ffffff since the first row, Stream 0 for
+ * the legacy default stream and 1, 2, ... for the others in the order they
+ * appear, Thread 0, 1, ... likewise. Blocks alive when recording starts
+ * come first, at time 0, by address. While a trace records, every call
+ * takes the all-locked path (no cost when off). Rows are buffered: written
+ * when 64 KiB are held, by cca_trace_flush and cca_trace_stop, by
+ * cca_destroy, and at exit. */
+
+/* Starts recording a's allocations to path ("%d" in it: the device), which
+ * is created or truncated; a recording already on ends first. Without "%d",
+ * once a second device records to the same path in this process, each
+ * device's file is the path with ".devN" before its extension (the first
+ * one's file is renamed then). NULL or "": cca_trace_stop. CCA_ERROR_IO
+ * when the file cannot be written, CCA_ERROR_INVALID_ARGUMENT when another
+ * allocator of the device writes it. The trace_file key calls this at
+ * cca_create. */
+CCA_API cca_status_t cca_trace_start(cca_allocator_t *a, const char *path);
+/* Writes the rest and closes the file; CCA_ERROR_IO when rows were lost
+ * (a failed write, or host memory), saying how many and why. */
+CCA_API cca_status_t cca_trace_stop(cca_allocator_t *a);
+/* Writes the buffered rows now (CCA_ERROR_IO as cca_trace_stop). */
+CCA_API cca_status_t cca_trace_flush(cca_allocator_t *a);
+/* The file being written ("" when not recording), truncated to len. */
+CCA_API cca_status_t cca_trace_path(cca_allocator_t *a, char *out, size_t len);
+/* cca_trace_start for every default allocator (cca_default): those that
+ * exist and those made later; NULL or "" stops them all. On a failure the
+ * ones it had started stop again. */
+CCA_API cca_status_t cca_default_trace_start(const char *path);
 
 /* ---- notices: watch crossings and out-of-memory for a delivery thread ----
  * How bindings run their callbacks outside the allocating call and without

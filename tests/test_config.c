@@ -44,7 +44,7 @@ Test(config, good_strings)
 static void expect_bad(const char *conf, const char *mention)
 {
     cca_config_t c, orig;
-    char err[256];
+    char err[512];                                    /* the accepted keys' list whole */
     cca_config_init(&c);
     c.memory_limit = 12345;
     orig = c;

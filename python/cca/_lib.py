@@ -268,6 +268,11 @@ def _declare(lib):
         "cca_history_set_context": (None, [vp, c.c_uint]),
         "cca_history_set_skip": (None, [c.c_uint]),
         "cca_history_mark_snapshot": (st, [vp]),
+        "cca_trace_start": (st, [vp, c.c_char_p]),
+        "cca_trace_stop": (st, [vp]),
+        "cca_trace_flush": (st, [vp]),
+        "cca_trace_path": (st, [vp, c.c_char_p, sz]),
+        "cca_default_trace_start": (st, [c.c_char_p]),
         "cca_get_config_sized": (st, [vp, vp, sz]),
     }
     for name, (res, args) in sigs.items():
