@@ -28,6 +28,7 @@ void scen_pingpong(const bench_opts_t *o);
 void scen_mixed(const bench_opts_t *o);
 void scen_threads(const bench_opts_t *o);
 void scen_streams(const bench_opts_t *o);
+void scen_recording(const bench_opts_t *o);
 void scen_replay(const bench_opts_t *o);
 int  scen_replay_failed(void);         /* a trace named with --trace could not be read or loaded */
 void scen_multistream(const bench_opts_t *o);

@@ -26,6 +26,7 @@ static const struct { const char *name; scenario_fn fn; int opt_in; } scenarios[
     {"mixed", scen_mixed, 0},
     {"threads", scen_threads, 0},
     {"streams", scen_streams, 0},
+    {"recording", scen_recording, 0},
     {"xfree", scen_xfree, 0},
     {"hooks", scen_hooks, 0},
     {"replay", scen_replay, 0},
@@ -48,8 +49,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cca-bench [options]\n"
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
-        "                    threads, streams, xfree, hooks, replay, multistream (default:\n"
-        "                    these), and\n"
+        "                    threads, streams, recording, xfree, hooks, replay, multistream\n"
+        "                    (default: these), and\n"
         "                    instructions (per operation, under valgrind's callgrind)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"
