@@ -1,6 +1,7 @@
 /* alloc.c - the public calls. The hot path serves a cached block of the
  * caller's stream under that stream's lock alone, with no CUDA call (but
- * for querying that stream's own outstanding events), and frees and
+ * for querying that stream's events, when no other stream has any
+ * pending), and frees and
  * records uses the same way; all else (a new stream or segment, a free
  * that records events, watches, a peak the other streams' locks could not
  * be had for, the OOM path, statistics) runs all locked. */

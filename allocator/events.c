@@ -1,10 +1,11 @@
 /* events.c - frees that wait for other streams: after cca_record_stream,
  * freeing a block records a pooled event on each stream that used it; the
  * block returns to its pool once they all completed. Each stream keeps the
- * events its blocks wait for and a pool of spare events, so an allocation
- * on a stream checks (without blocking) only that stream's events, under
- * its lock; the all-locked path checks all of them, and the OOM path and
- * empty cache wait for them. */
+ * events its blocks wait for and a pool of spare events. As PyTorch does
+ * per malloc, completed events are handled first, every stream's: on the
+ * hot path when only the caller's stream has any pending (under its lock,
+ * without blocking), else all locked; the OOM path and empty cache wait
+ * for them. */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"

@@ -6,7 +6,8 @@
  * twice the device's memory, more when it fills; never per stream), and
  * maps physical handles (cuMemCreate) into it. A segment is a contiguous
  * mapped range of one stream and pool: its blocks split and merge as in
- * any segment, and it grows by mapping handles at its end; two segments of
+ * any segment, and it grows by mapping handles next to it (x_best_spot:
+ * above, below, or into a gap); two segments of
  * the same stream and pool that come to touch are joined. Where no
  * segment of the stream and pool can grow, a new one starts in the middle
  * of the largest unmapped gap, so that both it and the segment below keep

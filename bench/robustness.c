@@ -7,7 +7,7 @@
  * files given (default ../shared/traces), each also cut to its first half
  * and first three quarters of events, and the three multi-stream workloads
  * at 6, 12, 24 and 48 steps with --seeds draws of their random sizes.
- * The presets' rules (docs/design.md): no configuration needs a device more than 2% larger
+ * The presets' rules (tests/test_replay.c, docs/testing.md): no configuration needs a device more than 2% larger
  * than the default's, nor makes more than twice its calls on several
  * streams. Prints figures (it measures, it does not gate: tests/test_replay.c
  * asserts the rules on the shared traces and the multistream workloads);

@@ -1,6 +1,6 @@
 /* cca.h - public API of cca, a CUDA caching allocator with the accounting
  * built in. One allocator serves one device; every function returns a
- * status, never aborts and never prints. (contract: see DESIGN.md) */
+ * status, never aborts and never prints. (contract: see docs/design.md) */
 #ifndef CCA_H
 #define CCA_H
 
@@ -272,7 +272,7 @@ CCA_API cca_status_t cca_reset_peak_stats(cca_allocator_t *a);
  * current holds again only for changes after the reset). */
 CCA_API cca_status_t cca_reset_accumulated_stats(cca_allocator_t *a);
 
-/* Walks every segment and block and checks the invariants of DESIGN.md and
+/* Walks every segment and block and checks the allocator's invariants and
  * that each counter equals what the walk finds. CCA_OK, or
  * CCA_ERROR_INVALID_ARGUMENT with the first violation in
  * cca_last_error_string(). */
@@ -404,7 +404,9 @@ CCA_PLAIN_(cca_status_t, cca_snapshot_walk, (cca_allocator_t *a, cca_segment_fn 
  * {"segments": [{"device", "address", "total_size", "allocated_size",
  * "active_size", "requested_size", "stream", "segment_type",
  * "segment_pool_id", "is_expandable", "frames", "blocks": [{"address",
- * "size", "requested_size", "state", "frames"}]}]} (frames empty).
+ * "size", "requested_size", "state", "frames"}]}]} (frames empty); a block
+ * with a tag (cca_tag_*) has "tag", one with a context
+ * (cca_history_set_context) "context".
  * CCA_ERROR_INVALID_ARGUMENT for NULL arguments or when write took fewer
  * bytes than given; CCA_ERROR_OUT_OF_MEMORY if the host copy fails. */
 CCA_API cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg);
@@ -558,7 +560,7 @@ CCA_API void cca_oom_judge_sized(cca_oom_report_t *r, size_t r_size);
 CCA_PLAIN_(void, cca_oom_judge, (cca_oom_report_t *r),
            cca_oom_judge_sized(r, sizeof *r))
 
-/* "none", "exhausted", "fragmented", "cap", "external" ("unknown" otherwise). */
+/* "none", "exhausted", "fragmented", "cap", "external", "stranded" ("unknown" otherwise). */
 CCA_API const char *cca_oom_verdict_string(cca_oom_verdict_t v);
 
 /* ---- memory summary ---- */

@@ -132,7 +132,7 @@ static void replay_all(const char *conf, int lean)
 Test(replay, pytorch_rules_replay_every_trace, .timeout = 600) { replay_all("", 0); }
 Test(replay, lean_preset_replays_every_trace, .timeout = 600) { replay_all("preset:lean", 1); }
 
-/* ---- the named presets against the default (docs/design.md's rules) ----
+/* ---- the named presets against the default (the rules, as docs/testing.md states them) ----
  * On every trace, and on cca-bench's multi-stream workloads, no named
  * preset needs a device more than 2% larger than the default's smallest
  * (bisection to 0.5%, as cca-bench's mincap column); on the multi-stream
