@@ -14,7 +14,8 @@ device; another type is a TypeError, another device a ValueError.
 The package, by topic (this module only re-exports their public names):
 ``cca.memory`` (torch's memory API, configure, fragmentation, check),
 ``cca.oom`` (OomReport, last_oom), ``cca.tags``, ``cca.snapshots``
-(record_history, history, snapshot, dump_snapshot), ``cca.watches``
+(record_history, history, snapshot, dump_snapshot), ``cca.replays``
+(record_trace, replay, to_csv), ``cca.watches``
 (watch, on_oom), ``cca.profiling`` (profile), ``cca.monitoring``
 (Monitor); ``cca._core`` holds what they share (devices, the allocators,
 status checks, CcaError and OutOfMemoryError), ``cca._lib`` the ctypes
@@ -32,6 +33,7 @@ from .memory import (check, config_keys, configure, empty_cache, expandable_stat
 from .monitoring import Monitor
 from .oom import OomReport, last_oom
 from .profiling import ProfileResult, profile
+from .replays import ReplayError, record_trace, replay, to_csv
 from .snapshots import dump_snapshot, history, record_history, snapshot
 from .tags import tag, tag_name
 from .watches import Crossing, OomHandler, Watch, on_oom, watch
@@ -44,4 +46,5 @@ __all__ = [
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
     "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor", "tag", "tag_name",
     "record_history", "history", "snapshot", "dump_snapshot", "expandable_stats",
+    "record_trace", "replay", "to_csv", "ReplayError",
 ]

@@ -156,6 +156,9 @@ def main(argv):
         served["cca_segments"] = len(cca.memory_snapshot())
     else:
         trace = torch.cuda.memory._snapshot()["device_traces"][0]
+        served["pickle"] = out + ".pickle"              # torch's own snapshot, for cca-replay (test_torch_replay)
+        torch.cuda.memory._dump_snapshot(served["pickle"])
+    served["device_total"] = torch.cuda.mem_get_info()[1]
     after = sim_calls(lib)
     result = {
         "torch": torch.__version__,
