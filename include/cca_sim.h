@@ -83,7 +83,7 @@ void          cca_sim_reset(void);
  * segments' address ranges (PyTorch's CUDACachingAllocator does).
  * cudaMalloc results are forgotten as by cca_sim_reset: free them first. */
 void          cca_sim_reset_keeping_handles(void);
-/* Number of devices (1..16); each new device gets 80 GiB unless set. */
+/* Number of devices (1..32); each new device gets 80 GiB unless set. */
 void          cca_sim_set_device_count(int n);
 void          cca_sim_set_capacity(int device, size_t bytes);
 /* Work recorded on s from now on stays pending, until released. */

@@ -37,7 +37,7 @@
 
 #define SIM_API __attribute__((visibility("default")))
 
-#define MAX_DEVICES      16
+#define MAX_DEVICES      32
 #define DEFAULT_CAPACITY ((size_t)80 << 30)
 #define CARVE_ALIGN      ((size_t)512)
 #define MAX_RANGES       8

@@ -290,11 +290,11 @@ Test(sim_control, devices_have_their_own_capacity)
     CUDA_OK(cudaGetDevice(&d));
     cr_assert_eq(d, 0, "a refused cudaSetDevice changes nothing");
     cca_sim_set_device_count(0);                   /* out of range: ignored */
-    cca_sim_set_device_count(17);
+    cca_sim_set_device_count(33);
     CUDA_OK(cudaGetDeviceCount(&n));
     cr_assert_eq(n, 3);
-    cca_sim_set_device_count(16);
-    CUDA_OK(cudaSetDevice(15));
+    cca_sim_set_device_count(32);
+    CUDA_OK(cudaSetDevice(31));
     CUDA_OK(cudaMemGetInfo(&f, &t));
     cr_assert_eq(t, (size_t)80 << 30);
 }

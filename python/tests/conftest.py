@@ -51,12 +51,12 @@ class Sim:
         self.lib.cca_sim_used_bytes.restype = ctypes.c_size_t
         self.lib.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
         self.lib.cudaFree.argtypes = [ctypes.c_void_p]
-        self.lib.cca_sim_set_device_count(16)
+        self.lib.cca_sim_set_device_count(32)
         self._next = itertools.count(1)
 
     def fresh_device(self, capacity=80 << 30):
         d = next(self._next)
-        if d >= 16:
+        if d >= 32:
             raise RuntimeError("the tests use more simulated devices than the simulator has")
         self.lib.cca_sim_set_capacity(d, capacity)
         return d
@@ -80,7 +80,7 @@ def sim():
 @pytest.fixture(scope="session")
 def shared_device(sim):
     """One device the watch, profile, monitor and framework tests share (the
-    simulator has 16): each of those tests frees what it allocates."""
+    simulator has 32): each of those tests frees what it allocates."""
     return sim.fresh_device()
 
 

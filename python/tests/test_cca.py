@@ -375,7 +375,7 @@ def test_config_keys_and_errors(sim):
     keys = cca.config_keys()
     assert set(keys) == {"max_split_size_mb", "roundup_power2_divisions", "garbage_collection_threshold",
                          "memory_fraction", "memory_limit_mb", "release_before_grow", "segment_growth_percent",
-                         "expandable_segments", "preset"}
+                         "expandable_segments", "preset", "trace_file"}
     assert keys["preset"][2] == "pytorch"
     with pytest.raises(ValueError, match="in use"):
         cca.configure("preset:lean")                  # the allocators of this process exist already
