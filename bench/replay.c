@@ -53,6 +53,15 @@ static void progress(const replay_state_t *s, size_t i)
         fprintf(stderr, "\r  replay %s: %zu/%zu events", s->t->name, i, s->t->n_events);
 }
 
+static void first_refusal(replay_state_t *s, const trace_event_t *e)
+{
+    if (s->r->ooms++)
+        return;
+    s->r->first_oom = (size_t)(e - s->t->events);
+    if (s->o->at_oom)
+        s->o->at_oom(s->ctx, s->o->inspect_arg);
+}
+
 static int do_alloc(replay_state_t *s, const trace_event_t *e)
 {
     int r = s->ops->malloc(s->ctx, &s->ptrs[e->slot], e->size, s->streams[e->stream]);
@@ -73,8 +82,7 @@ static int do_alloc(replay_state_t *s, const trace_event_t *e)
         return -1;
     }
     s->state[e->slot] = SLOT_REFUSED;
-    if (!s->r->ooms++)
-        s->r->first_oom = (size_t)(e - s->t->events);
+    first_refusal(s, e);
     if (s->o->stop_at_oom) {
         s->r->aborted = 1;
         return -1;
@@ -128,8 +136,7 @@ static int do_failure(replay_state_t *s, const trace_event_t *e)
         fail(s->r, "allocation failed (not an OOM)");
         return -1;
     }
-    if (!s->r->ooms++)
-        s->r->first_oom = (size_t)(e - s->t->events);
+    first_refusal(s, e);
     if (s->o->stop_at_oom) {
         s->r->aborted = 1;
         return -1;

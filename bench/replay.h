@@ -26,6 +26,8 @@ typedef struct replay_opts {
      * before the blocks still live are freed (its figures as the run left them). */
     void (*inspect)(void *ctx, void *arg);
     void *inspect_arg;
+    /* Optional: called with the allocator's context at its first refusal. */
+    void (*at_oom)(void *ctx, void *arg);
 } replay_opts_t;
 
 typedef struct replay_result {
