@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bench_row_t *rows;
+/* Each row is allocated on its own and never moves: scenarios keep the
+ * pointers results_add returned while they add more rows (a realloc'd
+ * array of rows left them dangling once it grew). */
+static bench_row_t **rows;
 static size_t n_rows, cap_rows;
 
 bench_row_t *results_add(const char *scenario, const char *case_name, const char *alloc,
@@ -14,16 +17,20 @@ bench_row_t *results_add(const char *scenario, const char *case_name, const char
 {
     if (n_rows == cap_rows) {
         size_t cap = cap_rows ? cap_rows * 2 : 256;
-        bench_row_t *r = realloc(rows, cap * sizeof *r);
-        if (!r) {
+        bench_row_t **grown = realloc(rows, cap * sizeof *grown);
+        if (!grown) {
             fprintf(stderr, "cca-bench: out of memory\n");
             exit(1);
         }
-        rows = r;
+        rows = grown;
         cap_rows = cap;
     }
-    bench_row_t *r = &rows[n_rows++];
-    memset(r, 0, sizeof *r);
+    bench_row_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "cca-bench: out of memory\n");
+        exit(1);
+    }
+    rows[n_rows++] = r;
     snprintf(r->scenario, sizeof r->scenario, "%s", scenario);
     snprintf(r->case_name, sizeof r->case_name, "%s", case_name);
     snprintf(r->alloc, sizeof r->alloc, "%s", alloc);
@@ -41,14 +48,14 @@ void results_extra(bench_row_t *r, const char *key, double value)
 }
 
 size_t results_count(void) { return n_rows; }
-const bench_row_t *results_get(size_t i) { return i < n_rows ? &rows[i] : NULL; }
+const bench_row_t *results_get(size_t i) { return i < n_rows ? rows[i] : NULL; }
 
 const bench_row_t *results_find(const char *scenario, const char *case_name, const char *alloc)
 {
     for (size_t i = 0; i < n_rows; i++)
-        if (!strcmp(rows[i].scenario, scenario) && !strcmp(rows[i].case_name, case_name) &&
-            !strcmp(rows[i].alloc, alloc))
-            return &rows[i];
+        if (!strcmp(rows[i]->scenario, scenario) && !strcmp(rows[i]->case_name, case_name) &&
+            !strcmp(rows[i]->alloc, alloc))
+            return rows[i];
     return NULL;
 }
 
@@ -62,6 +69,8 @@ double results_extra_get(const bench_row_t *r, const char *key)
 
 void results_clear(void)
 {
+    for (size_t i = 0; i < n_rows; i++)
+        free(rows[i]);
     free(rows);
     rows = NULL;
     n_rows = cap_rows = 0;
