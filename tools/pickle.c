@@ -73,14 +73,15 @@ static void arena_release(pk_arena_t *a)
 
 /* ---- values ------------------------------------------------------------- */
 
-typedef struct pk_entry_s { pk_value_t *key, *val; uint64_t hash; } pk_entry_t;
+typedef struct pk_entry_s { pk_value_t *key, *val; } pk_entry_t;
 
 enum { SUB_PLAIN, SUB_SET, SUB_FROZENSET, SUB_BYTEARRAY };
 
+/* 32 bytes: a snapshot of 10^6 trace entries holds some 10^7 values. */
 struct pk_value_s {
-    pk_kind_t kind;
+    uint8_t kind;                        /* pk_kind_t */
     uint8_t sub;                         /* SUB_*: what a list or bytes was in Python */
-    uint32_t depth;                      /* tuples: nesting depth (bounds hashing's recursion) */
+    uint16_t depth;                      /* tuples: nesting depth (bounds hashing's recursion) */
     union {
         int b;
         int64_t i;
@@ -88,13 +89,15 @@ struct pk_value_s {
         struct { char *p; size_t len; } s;                 /* str, bytes: NUL-terminated */
         struct { pk_value_t **items; size_t len, cap; } l; /* list, tuple */
         struct {
-            pk_entry_t *e;
-            size_t len, cap;
-            size_t *index;               /* open addressing: entry + 1, 0 empty; NULL while small */
-            size_t index_cap;            /* a power of two, at least twice len */
+            pk_entry_t *e;               /* room for dict_room(len) entries */
+            size_t len;
+            size_t *index;               /* NULL while small; else [0] the slot count (a power of
+                                          * two, at least twice len), [1..] entry + 1 or 0 empty */
         } d;
     } u;
 };
+
+_Static_assert(PK_MAX_NESTING <= UINT16_MAX, "depth is 16 bits");
 
 /* The load's handle: the root is copied here so that pk_free finds the arena. */
 typedef struct pk_doc_s {
@@ -118,6 +121,7 @@ typedef struct up_s {
     memo_slot_t *memo;                   /* open addressing, NULL v = empty */
     size_t memo_len, memo_cap;
     pk_value_t *none, *yes, *no;
+    pk_value_t *small[256];              /* the ints 0-255, made once each (immutable, so shared) */
     char *err;
     size_t errlen;
 } up_t;
@@ -196,7 +200,7 @@ static pk_value_t *new_value(up_t *u, pk_kind_t kind)
     pk_value_t *v = arena_alloc(u->arena, sizeof *v);
     if (v) {
         memset(v, 0, sizeof *v);
-        v->kind = kind;
+        v->kind = (uint8_t)kind;
     }
     return v;
 }
@@ -217,6 +221,19 @@ static int push(up_t *u, pk_value_t *v)
     }
     u->stack[u->sp++] = v;
     return 0;
+}
+
+static int push_int(up_t *u, int64_t i)
+{
+    bool small = i >= 0 && i < 256;
+    if (small && u->small[i])
+        return push(u, u->small[i]);
+    pk_value_t *v = new_value(u, PK_INT);
+    if (v)
+        v->u.i = i;
+    if (v && small)
+        u->small[i] = v;
+    return push(u, v);
 }
 
 /* Entries above the innermost MARK: what Python's current stack holds. */
@@ -417,10 +434,7 @@ static int load_text_int(up_t *u, bool is_long)
         return corrupt(u, "%s beyond 64 bits (cca reads 64-bit ints)", opname);
     if (r)
         return corrupt(u, "%s argument is not a number", opname);
-    pk_value_t *x = new_value(u, PK_INT);
-    if (x)
-        x->u.i = v;
-    return push(u, x);
+    return push_int(u, v);
 }
 
 static int load_text_float(up_t *u)
@@ -682,14 +696,6 @@ static int load_string(up_t *u)
 
 /* ---- numbers ------------------------------------------------------------ */
 
-static int push_int(up_t *u, int64_t i)
-{
-    pk_value_t *v = new_value(u, PK_INT);
-    if (v)
-        v->u.i = i;
-    return push(u, v);
-}
-
 /* LONG1 and LONG4: little-endian two's complement of any length; longer
  * than 8 bytes only as sign extension. */
 static int load_long_bin(up_t *u, const char *opname, int lenbytes)
@@ -868,7 +874,7 @@ static int list_extend(up_t *u, pk_value_t *l, pk_value_t *const *items, size_t 
     if (l->sub != SUB_PLAIN) {           /* a set: its items must hash */
         for (size_t k = 0; k < n; k++)
             if (!hashable(items[k]))
-                return corrupt(u, "unhashable set item (%s)", pk_kind_name(items[k]->kind));
+                return corrupt(u, "unhashable set item (%s)", describe(items[k]));
     }
     if (list_reserve(u, l, n))
         return -1;
@@ -878,75 +884,83 @@ static int list_extend(up_t *u, pk_value_t *l, pk_value_t *const *items, size_t 
     return 0;
 }
 
-static size_t dict_find(const pk_value_t *d, const pk_value_t *key, uint64_t h)
+/* Entries are allocated in powers of two from 8: the room follows from len. */
+static size_t dict_room(size_t len)
+{
+    size_t room = 8;
+    while (room < len)
+        room *= 2;
+    return room;
+}
+
+static size_t dict_find(const pk_value_t *d, const pk_value_t *key)
 {
     if (!d->u.d.index) {
         for (size_t k = 0; k < d->u.d.len; k++)
-            if (d->u.d.e[k].hash == h && value_equal(d->u.d.e[k].key, key))
+            if (value_equal(d->u.d.e[k].key, key))
                 return k;
         return SIZE_MAX;
     }
-    size_t mask = d->u.d.index_cap - 1;
-    for (size_t j = h & mask; d->u.d.index[j]; j = (j + 1) & mask) {
-        const pk_entry_t *e = &d->u.d.e[d->u.d.index[j] - 1];
-        if (e->hash == h && value_equal(e->key, key))
-            return d->u.d.index[j] - 1;
-    }
+    size_t mask = d->u.d.index[0] - 1;
+    const size_t *slot = d->u.d.index + 1;
+    for (size_t j = hash_value(key) & mask; slot[j]; j = (j + 1) & mask)
+        if (value_equal(d->u.d.e[slot[j] - 1].key, key))
+            return slot[j] - 1;
     return SIZE_MAX;
+}
+
+static void dict_index_add(pk_value_t *d, size_t entry)
+{
+    size_t mask = d->u.d.index[0] - 1, *slot = d->u.d.index + 1;
+    size_t j = hash_value(d->u.d.e[entry].key) & mask;
+    while (slot[j])
+        j = (j + 1) & mask;
+    slot[j] = entry + 1;
 }
 
 static int dict_reindex(up_t *u, pk_value_t *d, size_t cap)
 {
-    if (cap > SIZE_MAX / sizeof(size_t))
+    if (cap >= SIZE_MAX / sizeof(size_t))
         return oom(u);
-    size_t *ix = arena_alloc(u->arena, cap * sizeof *ix);
+    size_t *ix = arena_alloc(u->arena, (cap + 1) * sizeof *ix);
     if (!ix)
         return oom(u);
-    memset(ix, 0, cap * sizeof *ix);
-    for (size_t k = 0; k < d->u.d.len; k++) {
-        size_t j = d->u.d.e[k].hash & (cap - 1);
-        while (ix[j])
-            j = (j + 1) & (cap - 1);
-        ix[j] = k + 1;
-    }
+    memset(ix, 0, (cap + 1) * sizeof *ix);
+    ix[0] = cap;
     d->u.d.index = ix;
-    d->u.d.index_cap = cap;
+    for (size_t k = 0; k < d->u.d.len; k++)
+        dict_index_add(d, k);
     return 0;
 }
 
 static int dict_set(up_t *u, pk_value_t *d, pk_value_t *key, pk_value_t *val)
 {
     if (!hashable(key))
-        return corrupt(u, "unhashable dict key (%s)", pk_kind_name(key->kind));
-    uint64_t h = hash_value(key);
-    size_t at = dict_find(d, key, h);
+        return corrupt(u, "unhashable dict key (%s)", describe(key));
+    size_t at = dict_find(d, key);
     if (at != SIZE_MAX) {
         d->u.d.e[at].val = val;          /* Python: the first key stays, the last value wins */
         return 0;
     }
-    if (d->u.d.len == d->u.d.cap) {
-        size_t cap = d->u.d.cap ? d->u.d.cap * 2 : 8;
-        if (cap > SIZE_MAX / sizeof(pk_entry_t))
+    size_t len = d->u.d.len;
+    if (!d->u.d.e || len == dict_room(len)) {
+        size_t room = d->u.d.e ? len * 2 : 8;
+        if (room > SIZE_MAX / sizeof(pk_entry_t))
             return oom(u);
-        pk_entry_t *e = arena_alloc(u->arena, cap * sizeof *e);
+        pk_entry_t *e = arena_alloc(u->arena, room * sizeof *e);
         if (!e)
             return oom(u);
-        if (d->u.d.len)
-            memcpy(e, d->u.d.e, d->u.d.len * sizeof *e);
+        if (len)
+            memcpy(e, d->u.d.e, len * sizeof *e);
         d->u.d.e = e;
-        d->u.d.cap = cap;
     }
-    d->u.d.e[d->u.d.len++] = (pk_entry_t){key, val, h};
+    d->u.d.e[d->u.d.len++] = (pk_entry_t){key, val};
     /* Small dicts (every dict of a snapshot) are searched in order; a big
      * one gets a hash index so that loading it stays linear. */
-    if (d->u.d.len > 8 && d->u.d.len * 2 > d->u.d.index_cap)
-        return dict_reindex(u, d, d->u.d.index_cap ? d->u.d.index_cap * 2 : 32);
-    if (d->u.d.index) {
-        size_t mask = d->u.d.index_cap - 1, j = h & mask;
-        while (d->u.d.index[j])
-            j = (j + 1) & mask;
-        d->u.d.index[j] = d->u.d.len;
-    }
+    if (d->u.d.len > 8 && (!d->u.d.index || d->u.d.len * 2 > d->u.d.index[0]))
+        return dict_reindex(u, d, d->u.d.index ? d->u.d.index[0] * 2 : 32);
+    if (d->u.d.index)
+        dict_index_add(d, d->u.d.len - 1);
     return 0;
 }
 
@@ -955,13 +969,13 @@ static int new_tuple(up_t *u, pk_value_t *const *items, size_t n)
     pk_value_t *t = new_value(u, PK_TUPLE);
     if (!t || list_reserve(u, t, n ? n : 1))
         return oom(u);
-    uint32_t depth = 0;
+    unsigned depth = 0;
     for (size_t k = 0; k < n; k++)
         if (items[k]->kind == PK_TUPLE && items[k]->depth > depth)
             depth = items[k]->depth;
     if (depth + 1 > PK_MAX_NESTING)
         return corrupt(u, "nesting deeper than %d", PK_MAX_NESTING);
-    t->depth = depth + 1;
+    t->depth = (uint16_t)(depth + 1);
     if (n)
         memcpy(t->u.l.items, items, n * sizeof *items);
     t->u.l.len = n;
@@ -1415,7 +1429,7 @@ const pk_value_t *pk_dict_get(const pk_value_t *d, const char *key)
         return NULL;
     size_t n = strlen(key);
     pk_value_t k = {.kind = PK_STR, .u.s = {(char *)key, n}};
-    size_t at = dict_find(d, &k, hash_value(&k));
+    size_t at = dict_find(d, &k);
     return at == SIZE_MAX ? NULL : d->u.d.e[at].val;
 }
 

@@ -12,7 +12,8 @@
  * str (UTF-8, NUL-terminated; as Python's surrogatepass allows, it may hold
  * encoded surrogates), bytes (bytearray too), list, tuple, dict (insertion
  * order kept; a repeated key keeps its first place and its last value).
- * Sets and frozensets load as lists (of their elements, in pickle order).
+ * Sets and frozensets load as lists (of their elements, in pickle order),
+ * so a frozenset cannot be a dict key here (Python allows it).
  * Python 3 writes bytes, bytearray and sets through REDUCE below protocols
  * 3, 5 and 4: such pickles are refused. */
 #ifndef CCA_PICKLE_H

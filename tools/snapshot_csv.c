@@ -410,7 +410,8 @@ static int write_csv(conv_t *c, devrows_t *d, snapshot_csv_t *out)
     unsigned next = 1;
     int rc = text_add(&t, "#cca-trace 1 device=%d source=torch-snapshot\nThread,Time,Action,Pointer,Size,Stream\n",
                       d->device);
-    qsort(d->pre.r, d->pre.n, sizeof *d->pre.r, by_addr);
+    if (d->pre.n > 1)
+        qsort(d->pre.r, d->pre.n, sizeof *d->pre.r, by_addr);
     for (size_t i = 0; i < d->pre.n && !rc; i++)
         rc = write_row(&t, &d->pre.r[i], &streams, &next);
     for (size_t i = 0; i < d->rows.n && !rc; i++) {
