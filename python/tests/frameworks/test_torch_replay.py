@@ -40,3 +40,8 @@ def test_pip_install_puts_cca_replay_on_the_path(runs):
                         "--reserve", "0"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "pytorch" in p.stdout and "expandable" in p.stdout and "lean" in p.stdout
+    bench = os.path.join(os.environ["VIRTUAL_ENV"], "bin", "cca-bench")   # installed too, on the simulated device
+    p = subprocess.run([bench, "--scenario", "pingpong", "--quick", "--alloc", "cca:default"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "== pingpong" in p.stdout and "cca:default" in p.stdout
