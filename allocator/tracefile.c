@@ -340,7 +340,7 @@ static bool trace_write_live(cca_allocator_t *a, cca_tracefile_t *tf)
                 const cca_block_t *b = st->live.slots[j].block;
                 live[i++] = (trace_live_t){ b->addr, b->requested, st };
             }
-    qsort(live, i, sizeof *live, trace_live_cmp);
+    if (i > 1) qsort(live, i, sizeof *live, trace_live_cmp);   /* never with NULL (UBSan) */
     for (size_t k = 0; k < i; k++) trace_row(tf, "allocate", live[k].addr, live[k].size, live[k].st, true);
     free(live);
     return true;
