@@ -15,33 +15,18 @@ import json
 import sys
 
 INTRO = """\
-`cca-bench` measures cca (its default, `lean` and `expandable` presets) and
-its peers in one run, interleaved within each repetition, and reports the
-median, the spread (min..max over the repetitions) and, in its own tables,
-the paired ratio to cca. Scenarios: `pingpong` (alloc+free of one size on
-one stream, and of twelve sizes in turn), `mixed` (1,000 live blocks,
-sizes log-uniform 512 B-64 MiB, random frees), `threads` (pingpong and
-mixed on two threads, own streams or one shared stream, against one
-thread), `streams` (frees after `cca_record_stream` on a second stream),
-`xfree` (frees by the allocating thread, by another thread, and by another
-thread after 1,000 threads used `cudaStreamPerThread` and exited), `hooks`
-(the torch entry points against libcca, both `dlopen`ed), `replay` (each
-trace in `../shared/traces` and every `--trace`: ns per event, peak
-reserved / peak live, device calls per 1,000 events, and the smallest
-device that replays the trace), `multistream` (synthetic training
-workloads on several streams with `record_stream`), `runtime` (the
-simulator's own cost per call). `scripts/instructions.sh` counts
-instructions with callgrind, which stay steady on a shared machine where
-nanoseconds do not. Peers: `cub-default` and `cub-all` (CUB's
-`CachingDeviceAllocator`, its default bins and bins for every size),
-`raw` (`cudaMalloc`/`cudaFree` each time), `torch-native` and
-`torch-expandable` (PyTorch's own allocator, under `scripts/torch-sim`);
-`(modelled)` rows add a real runtime's latencies per call to the
-simulator's (not timed)."""
+`cca-bench` runs cca (its default, `lean` and `expandable` presets) and its
+peers interleaved within each repetition; each figure is the median over
+the repetitions, min..max beside it. The scenarios are `cca-bench --help`'s;
+what each measures, the `==` line over its table in the run's output.
+Peers: `cub-default` and `cub-all` (CUB's `CachingDeviceAllocator`, its
+default bins and bins for every size), `raw` (`cudaMalloc`/`cudaFree` each
+time), `torch-native` and `torch-expandable` (PyTorch's own allocator,
+under `scripts/torch-sim`); `(modelled)` rows add a real runtime's
+latencies per call to the simulator's (not timed: in the run's output, not
+here). Instructions, which stay
+steady on a shared machine where nanoseconds do not: `scripts/instructions.sh`."""
 
-REPLAY_EXTRAS = (("reserved_over_live", "reserved/live"), ("cudaMalloc_per_1k_events", "cudaMalloc/1k"),
-                 ("cuMemCreate_per_1k_events", "cuMemCreate/1k"), ("cudaFree_per_1k_events", "cudaFree/1k"),
-                 ("min_capacity_over_live", "smallest device/live"), ("ooms", "OOMs"))
 SUMMARY_EXTRAS = (("geomean_reserved_over_live", "reserved/live (gmean)"), ("max_reserved_over_live", "worst"),
                   ("cudaMalloc_per_1k_events", "cudaMalloc/1k"), ("cuMemCreate_per_1k_events", "cuMemCreate/1k"),
                   ("cudaFree_per_1k_events", "cudaFree/1k"), ("geomean_min_capacity_over_live", "smallest device/live"),
@@ -56,18 +41,43 @@ def num(v):
     return "{:,}".format(int(v))
 
 
+def cell(r):
+    """One figure: median (min..max) [CUDA calls per operation]; modelled rows are not timed."""
+    if r["error"]:
+        return "failed: " + r["error"]
+    timed = not r["modelled"] and r["reps"]
+    spread = timed and r["min"] != r["max"]                    # one figure over the traces: no spread to show
+    text = num(r["median"]) + (" (%s..%s)" % (num(r["min"]), num(r["max"])) if spread else "")
+    calls = (r["calls_per_op"] or {}).get("total") if r["calls_per_op"] else None
+    return text + (" [%s]" % num(calls) if calls else "")
+
+
+def wide_table(out, rows, cases):
+    """A scenario's cases side by side: one row per allocator, one column per case."""
+    units = {c: next((r["unit"] for r in rows if r["case"] == c and r["unit"]), "") for c in cases}
+    labels = []
+    for r in rows:
+        if r["allocator"] not in labels:
+            labels.append(r["allocator"])
+    out.append("| allocator | " + " | ".join("%s (%s)" % (c, units[c]) for c in cases) + " |")
+    out.append("|" + " --- |" * (len(cases) + 1))
+    for a in labels:
+        by_case = {r["case"]: r for r in rows if r["allocator"] == a}
+        if all(r["modelled"] for r in by_case.values()):
+            continue                                  # not timed: the run's output has them
+        out.append("| %s | " % a + " | ".join(cell(by_case[c]) if c in by_case else "-" for c in cases) + " |")
+
+
 def table(out, rows, extras):
-    cols = ["allocator", "median", "min..max", "unit", "calls/op"] + [name for _, name in extras]
+    unit = next((r["unit"] for r in rows if r["unit"]), "")
+    cols = ["allocator", unit] + [name for _, name in extras]
     out.append("| " + " | ".join(cols) + " |")
     out.append("|" + " --- |" * len(cols))
     for r in rows:
-        if r["error"]:
-            out.append("| %s | failed: %s |%s" % (r["allocator"], r["error"], " |" * (len(cols) - 2)))
-            continue
-        timed = not r["modelled"] and r["reps"]
-        cells = [r["allocator"], num(r["median"]), "%s..%s" % (num(r["min"]), num(r["max"])) if timed else "-",
-                 r["unit"], num((r["calls_per_op"] or {}).get("total")) if r["calls_per_op"] else "-"]
-        cells += [num(r["extra"].get(k)) for k, _ in extras]
+        if r["modelled"]:
+            continue                                  # not timed: the run's output has them
+        cells = [r["allocator"], cell(r)]
+        cells += [num(r["extra"].get(k)) for k, _ in extras] if not r["error"] else [""] * len(extras)
         out.append("| " + " | ".join(cells) + " |")
 
 
@@ -82,13 +92,14 @@ def main(argv):
            "Written by `scripts/benchmarks_md.py` from one run: `%s`, %s, %d CPUs (%s), %s, %d repetitions%s. "
            "Edit the generator, not this page; earlier runs are in [history.md](history.md)."
            % (command, meta["date"], meta["nproc"], meta["cpu"], meta["runtime"], meta["reps"],
-              ", quick" if meta.get("quick") else ""), "", INTRO, "",
-           "Allocators: " + ", ".join("`%s`%s" % (a["label"], " (%s)" % a["conf"] if a["conf"] else "")
-                                      for a in meta["allocators"]) + "."]
+              ", quick" if meta.get("quick") else ""), "", INTRO]
     for s in meta.get("skipped", []):
         out.append("Skipped: `%s`: %s." % (s["allocator"], s["skipped"]))
     out += ["", "## Summary", "", "The run's own opening lines:", "", "```"]
-    out += [ln for ln in data.get("summary", []) if ln.strip() and not ln.startswith("==")]
+    # the questions and what their figures mean (the legend of the run's own tables is not this page's)
+    keep = ("memory:", "device allocs, frees:")
+    out += [ln for ln in data.get("summary", []) if ln.strip() and not ln.startswith("==")
+            and (ln.startswith("  ") and not ln.startswith("    ") and ("wins" in ln or "even" in ln or ln.strip().startswith(keep)))]
     out += ["```"]
     order = []
     for r in rows:
@@ -99,29 +110,43 @@ def main(argv):
         if scen in ("replay", "multistream"):
             per_trace.setdefault(scen, []).append(case)
     order = [(s_, c_) for s_, c_ in order if s_ not in per_trace]
-    current = None
-    for scen, case in order:
-        if scen != current:
-            out += ["", "## " + scen]
-            current = scen
-        these = [r for r in rows if r["scenario"] == scen and r["case"] == case]
-        extras = REPLAY_EXTRAS if scen in ("replay", "multistream") else \
-            SUMMARY_EXTRAS if scen.endswith("-summary") else ()
-        out += ["", "**%s**" % case, ""]
-        if scen.endswith("-summary") and scen[:-len("-summary")] in per_trace:
-            names = per_trace[scen[:-len("-summary")]]
-            out += ["%d traces: %s (each one's table: the run's own output)." % (len(names), ", ".join(names)), ""]
-        table(out, these, extras)
+    scenarios = []
+    for scen, _ in order:
+        if scen not in scenarios:
+            scenarios.append(scen)
+    out += ["", "Each cell: the median, min..max over the repetitions in brackets, and the CUDA runtime calls per "
+            "operation in square brackets where there are any."]
+    for scen in scenarios:
+        cases = [c for s_, c in order if s_ == scen]
+        these = [r for r in rows if r["scenario"] == scen]
+        out += ["", "## " + scen, ""]
+        if scen.endswith("-summary"):
+            if scen[:-len("-summary")] in per_trace:
+                names = per_trace[scen[:-len("-summary")]]
+                out += ["%d traces (%s ... %s; each one's table: the run's own output)." % (len(names), names[0],
+                                                                                           names[-1]), ""]
+            for case in cases:
+                if len(cases) > 1:
+                    out += ["**%s**" % case, ""]
+                table(out, [r for r in these if r["case"] == case], SUMMARY_EXTRAS)
+        else:
+            wide_table(out, these, cases)
     goals = [r for r in rows if r["scenario"] == "goal"]
     if goals:
-        out += ["", "## Goals", "", "cca's targets, on this run's machine (MISSED: not met here).", "",
-                "| goal | allocator | value | target | |", "| --- | --- | --- | --- | --- |"]
+        names, labels = [], []
         for r in goals:
-            e = r["extra"]
-            met = "met" if e.get("met") else "MISSED"
-            out.append("| %s | %s | %s | %s %s | %s |" % (r["case"], r["allocator"], num(r["median"]),
-                                                          ">=" if e.get("at_least") else "<=", num(e.get("target")),
-                                                          met))
+            names += [] if r["case"] in names else [r["case"]]
+            labels += [] if r["allocator"] in labels else [r["allocator"]]
+        met_all = [n for n in names if all(r["extra"].get("met") for r in goals if r["case"] == n)]
+        out += ["", "## Goals", "", "cca's targets, on this run's machine. Met by every configuration: %s. "
+                "The others (MISSED: not met here):" % (", ".join(met_all) or "none"), "",
+                "| goal | target | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 2)]
+        for name in (n for n in names if n not in met_all):
+            these = {r["allocator"]: r for r in goals if r["case"] == name}
+            first = next(iter(these.values()))["extra"]
+            out.append("| %s | %s %s | " % (name, ">=" if first.get("at_least") else "<=", num(first.get("target")))
+                       + " | ".join("%s %s" % (num(these[a]["median"]), "met" if these[a]["extra"].get("met")
+                                                else "MISSED") if a in these else "-" for a in labels) + " |")
     print("\n".join(out))
 
 
