@@ -94,7 +94,7 @@ def test_installed_libraries_name_no_build_machine_path(fresh):
     assert fresh["pip_rc"] == 0, fresh["pip_log"][-2000:]
     pkg = os.path.join(fresh["site"], "cca")
     libs = sorted(f for f in os.listdir(pkg) if f.endswith(".so"))
-    assert libs == ["libcca.so", "libcca_hooks.so"]
+    assert libs == ["libcca.so", "libcca_hooks.so", "libcca_replay.so"]
     seen = {}
     for lib in libs:
         d = _dynamic(os.path.join(pkg, lib))
@@ -106,6 +106,8 @@ def test_installed_libraries_name_no_build_machine_path(fresh):
         assert "TLSDESC" not in relocs, lib + ": TLS descriptors (glibc bug 31372: docs/design.md)"
     assert "libcudart.so.13" in seen["libcca.so"]["NEEDED"], "libcca names the runtime by soname"
     assert "RUNPATH" not in seen["libcca.so"] and "RPATH" not in seen["libcca.so"]
+    # the replay engine carries its own allocator and simulated device: no CUDA runtime at all
+    assert not any("cudart" in n for n in seen["libcca_replay.so"].get("NEEDED", [])), seen["libcca_replay.so"]
 
 
 PROBE = r"""
