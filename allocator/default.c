@@ -140,6 +140,20 @@ cca_status_t cca_default_trace_start(const char *path)
     pthread_mutex_lock(&default_lock);
     cca_status_t s = CCA_OK;
     int d = 0;
+    if (!path || !*path) {                            /* stop every one; the first error is the answer */
+        trace_path[0] = 0;
+        char why[512] = "";
+        for (; d < MAX_DEVICES; d++) {
+            cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
+            cca_status_t t = a ? cca_trace_stop(a) : CCA_OK;
+            if (t != CCA_OK && s == CCA_OK) {
+                s = t;
+                snprintf(why, sizeof why, "%s", cca_last_error_string());
+            }
+        }
+        pthread_mutex_unlock(&default_lock);
+        return s == CCA_OK ? CCA_OK : _cca_fail(s, "cca_default_trace_start: %s", why);
+    }
     for (; d < MAX_DEVICES && s == CCA_OK; d++) {
         cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
         if (a) s = cca_trace_start(a, path);

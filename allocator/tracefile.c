@@ -14,13 +14,15 @@
  * writes its parent's file. Without "%d" in the path, the first device
  * writes PATH itself; once a second device records to the same PATH in
  * this process, each writes PATH with ".devN" before the extension (the
- * first one's file is renamed then, its descriptor kept). */
+ * first one's file is renamed then, its descriptor kept); a path that is
+ * no regular file (/dev/null, a pipe) is written as given by every device. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -284,6 +286,8 @@ static bool trace_shared_path(const char *asked, int device)
     bool other = false;
     for (size_t i = 0; i < trace_n_used; i++)
         if (!strcmp(trace_used[i].asked, asked) && trace_used[i].device != device) other = true;
+    for (cca_tracefile_t *tf = trace_open; tf; tf = tf->next)   /* past the table's 64 names too */
+        if (!strcmp(tf->asked, asked) && tf->device != device) other = true;
     if (!other) return false;
     for (cca_tracefile_t *tf = trace_open; tf; tf = tf->next) {
         if (tf->suffixed || strcmp(tf->asked, asked)) continue;
@@ -406,14 +410,18 @@ static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
     snprintf(tf->asked, sizeof tf->asked, "%s", asked);
     pthread_once(&trace_once, trace_init_once);
     pthread_mutex_lock(&trace_reg);
-    for (cca_tracefile_t *o = trace_open; o; o = o->next)
+    struct stat sp;
+    bool shareable = stat(asked, &sp) == 0 && !S_ISREG(sp.st_mode);
+    for (cca_tracefile_t *o = trace_open; o && !shareable; o = o->next)
         if (!strcmp(o->asked, asked) && (had_d || o->device == tf->device)) {
             pthread_mutex_unlock(&trace_reg);
             trace_free_file(tf);
             return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: %s is being written by another "
                              "allocator of device %d", asked, o->device);
         }
-    tf->suffixed = !had_d && trace_shared_path(asked, tf->device);
+    struct stat sb;                                   /* /dev/null, a pipe: every device writes it as given */
+    bool special = stat(asked, &sb) == 0 && !S_ISREG(sb.st_mode);
+    tf->suffixed = !had_d && !special && trace_shared_path(asked, tf->device);
     if (tf->suffixed) trace_suffixed(asked, tf->device, tf->path, sizeof tf->path);
     else snprintf(tf->path, sizeof tf->path, "%s", asked);
     tf->fd = open(tf->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -195,8 +195,10 @@ static int parse_row(loader_t *L, char *line)
             return bad_row(L, "too few fields");
     const char *action = f[L->col[COL_ACTION]];
     uint64_t ptr = strtoull(f[L->col[COL_POINTER]], &end, 16); /* "(nil)" reads as 0 */
-    uint64_t size = strtoull(f[L->col[COL_SIZE]], &end, 10);
-    if (*end)
+    const char *sz = f[L->col[COL_SIZE]];
+    errno = 0;
+    uint64_t size = strtoull(sz, &end, 10);
+    if (*end || !*sz || *sz == '-' || errno == ERANGE)  /* strtoull reads "-1" as 2^64 - 1 */
         return bad_row(L, "bad Size");
     long long sid = strtoll(f[L->col[COL_STREAM]], &end, 0);
     uint16_t stream;

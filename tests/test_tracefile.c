@@ -205,6 +205,20 @@ Test(tracefile, several_devices)
         cr_assert_eq(strstr(text, ",allocate,") != NULL, d == 0, "device 0's rows stayed in its renamed file");
     }
     cr_assert_eq(access(path, F_OK), -1, "no file under the shared name is left");
+    /* a path that is no regular file is every device's as given: nothing renamed, no .devN */
+    for (int d = 0; d < 2; d++) {
+        cca_config_t c;
+        cca_config_init(&c);
+        c.device = d;
+        snprintf(c.trace_file, sizeof c.trace_file, "/dev/null");
+        cr_assert_eq(cca_create(&c, &a[d]), CCA_OK, "%s", cca_last_error_string());
+        cr_assert_eq(cca_trace_path(a[d], got, sizeof got), CCA_OK);
+        cr_assert_str_eq(got, "/dev/null");
+    }
+    cca_destroy(a[1]);
+    cca_destroy(a[0]);
+    struct stat sb;
+    cr_assert(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode), "/dev/null is still the device node");
     /* the same device twice on one file: refused, the first goes on */
     cca_allocator_t *x = make_alloc(NULL), *y = make_alloc(NULL);
     snprintf(path, sizeof path, "%s/dev%%d.csv", dir);

@@ -15,6 +15,7 @@
  * refusal). Requests the recorded run was refused ("allocate failure")
  * are made again: served on a larger device, each is freed at once. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -411,6 +412,10 @@ static void run_one(const trace_t *t, const conf_t *c, const opts_t *o, uint64_t
     if (try_device(t, c->conf, big, o->reserve, 1, &r, NULL, res->error, sizeof res->error) != 1)
         return;
     uint64_t lo = t->peak_live_bytes + o->reserve, hi = big;
+    if (res->fits == 1 && device < hi)
+        hi = device;                                  /* the given device fits: the smallest is no larger */
+    if (lo > hi)
+        lo = hi;
     f = try_device(t, c->conf, lo, o->reserve, 1, &r, NULL, res->error, sizeof res->error);
     if (f < 0)
         return;
@@ -541,9 +546,12 @@ static int replay_main(int argc, const char *const *argv);
  * stdout and stderr at files for the call (cca.replay). */
 EXPORT int cca_replay_main(int argc, const char *const *argv)
 {
+    static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;   /* the simulator inside is one device world */
+    pthread_mutex_lock(&one);
     int rc = replay_main(argc, argv);
     fflush(stdout);
     fflush(stderr);
+    pthread_mutex_unlock(&one);
     return rc;
 }
 
@@ -586,6 +594,10 @@ static int replay_main(int argc, const char *const *argv)
         }
         if (!o.quiet)
             print_trace(&o, &L[i], device, res);
+        else
+            for (int k = 0; k < o.n_confs; k++)
+                if (*res[k].error)
+                    fprintf(stderr, "cca-replay: %s, %s: %s\n", L[i].t.name, o.confs[k].label, res[k].error);
         if (jf)
             json_trace(jf, &o, &L[i], res, i == 0);
     }

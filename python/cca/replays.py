@@ -1,8 +1,8 @@
 """Record a run, and replay it on any device without a GPU.
 
 ``record_trace(path)`` writes every allocation and free of cca's
-allocators to a trace CSV (``trace_file:PATH`` in ``CCA_CONF`` or
-``PYTORCH_CUDA_ALLOC_CONF`` does the same from the start).
+allocators to a trace CSV (``trace_file:PATH`` in ``CCA_CONF`` or ``install(conf=...)`` of
+``cca.allocators.torch`` does the same from the start).
 ``replay(traces, ...)`` replays recordings - those CSVs, a PyTorch memory
 snapshot pickle (``torch.cuda.memory._dump_snapshot``), cca's own
 (``cca.dump_snapshot``) - through cca on a simulated device of any size
@@ -20,6 +20,7 @@ import ctypes
 import json
 import os
 import tempfile
+import threading
 
 from . import _core, _lib
 
@@ -74,6 +75,7 @@ def _check(status, what):
 
 
 _engine = []
+_one_at_a_time = threading.Lock()                     # the fds redirected for a call are the process's
 
 
 def _replay_library():
@@ -113,7 +115,7 @@ def _run(args):
     lib = _replay_library()
     argv = [b"cca-replay"] + [os.fsencode(a) for a in args]
     arr = (ctypes.c_char_p * len(argv))(*argv)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with _one_at_a_time, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         saved = [os.dup(1), os.dup(2)]
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
@@ -134,7 +136,9 @@ def replay(traces, device_memory=None, reserve="512MiB", configs=None, only=Fals
     ``{"version": 1, "reserve_bytes", "device_memory_bytes", "traces":
     [{"file", "trace", "device", "events", "configurations": [{"label",
     "conf", "peak_live_bytes", "peak_reserved_bytes", "min_device_bytes",
-    "fits", "oom_event", "oom_time_us", "verdict", "advice"}]}]}``.
+    "num_device_alloc", "fits", "oom_event", "oom_time_us", "verdict",
+    "advice"}]}]}`` (a configuration that could not run has "error"
+    instead). ``oom_event`` is the data row (from 0) of the first refusal.
     ``device_memory``: the device to fit (bytes, or a string such as
     "24GiB"; None: the recording's, where it says - else ``fits`` is
     None). ``reserve``: memory the CUDA context and other libraries hold.
