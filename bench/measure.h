@@ -47,6 +47,12 @@ void timer_start(bench_timer_t *t);
 void timer_stop(const bench_timer_t *t, double ops, bench_sample_t *out);
 void sample_fail(bench_sample_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The pingpong case's run (arg: the size_t size) and the mixed case's
+ * (arg: the mixed_seq_t), for scenarios that measure them under other
+ * configurations (scen_recording.c). */
+void scen_pingpong_run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out);
+void scen_mixed_run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out);
+
 /* Median, min and max of n values (v is reordered). */
 void reduce(double *v, size_t n, double *median, double *min, double *max);
 /* Keeps the n samples (in repetition order) in g and reduces them. */

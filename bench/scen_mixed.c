@@ -13,7 +13,7 @@
 #define MIXED_STEPS 65536
 #define MIXED_SEED 0x5eed5eedu
 
-static void run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out)
+void scen_mixed_run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out)
 {
     const mixed_seq_t *m = arg;
     char err[160] = "";
@@ -47,7 +47,7 @@ void scen_mixed(const bench_opts_t *o)
         printf("  skipped: out of host memory\n");
         return;
     }
-    bench_case_t c = {.scenario = "mixed", .name = "1000-live", .unit = "ns/op", .run = run,
+    bench_case_t c = {.scenario = "mixed", .name = "1000-live", .unit = "ns/op", .run = scen_mixed_run,
                       .arg = &m, .calib_iters = 256, .max_iters = 4000000};
     bench_figure_t figs[BENCH_MAX_ALLOCS];
     measure_case(&c, o, figs);

@@ -15,7 +15,7 @@ static const struct { const char *name; size_t size; } sizes[] = {
     {"12sizes", PINGPONG_12_SIZES},
 };
 
-static void run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out)
+void scen_pingpong_run(const bench_alloc_t *a, void *arg, size_t iters, bench_sample_t *out)
 {
     size_t size = *(const size_t *)arg;
     char err[160] = "";
@@ -41,7 +41,7 @@ void scen_pingpong(const bench_opts_t *o)
 {
     printf("\n== pingpong: alloc+free of one size on one stream (12sizes: 512 B << i %% 12 in turn) ==\n");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        bench_case_t c = {.scenario = "pingpong", .unit = "ns/pair", .run = run,
+        bench_case_t c = {.scenario = "pingpong", .unit = "ns/pair", .run = scen_pingpong_run,
                           .arg = (void *)&sizes[i].size, .calib_iters = 64,
                           .max_iters = 2000000};
         bench_figure_t figs[BENCH_MAX_ALLOCS];
