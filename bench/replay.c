@@ -118,6 +118,30 @@ static int do_record(replay_state_t *s, const trace_event_t *e)
     return 0;
 }
 
+static void point_add(replay_point_t *p, uint64_t v)
+{
+    if (!p->used) {
+        p->lo = p->hi = v;
+        p->used = 1;
+        p->lo_first = 1;
+    } else if (v < p->lo) {
+        p->lo = v;
+        p->lo_first = 0;              /* the lowest now comes after the highest */
+    } else if (v > p->hi) {
+        p->hi = v;
+        p->lo_first = 1;
+    }
+    p->last = v;
+}
+
+static void sample(replay_state_t *s, size_t i)
+{
+    replay_series_t *sr = s->o->series;
+    size_t b = (size_t)((unsigned __int128)i * sr->n / s->t->n_events);
+    point_add(&sr->live[b], s->live);
+    point_add(&sr->reserved[b], s->ops->reserved_bytes(s->ctx));
+}
+
 /* A request the recorded run was refused, made again (opts->failures): a
  * refusal counts as one; served, it is freed at once (what the run would
  * have done next is not in the trace). */
@@ -130,6 +154,11 @@ static int do_failure(replay_state_t *s, const trace_event_t *e)
     if (r == BENCH_OK) {
         if (s->live + e->size > s->r->peak_live)
             s->r->peak_live = s->live + e->size;
+        if (s->o->series) {                   /* the moment it was live */
+            s->live += e->size;
+            sample(s, (size_t)(e - s->t->events));
+            s->live -= e->size;
+        }
         return s->ops->free(s->ctx, p) == BENCH_OK ? 0 : (fail(s->r, "free failed"), -1);
     }
     if (r != BENCH_OOM) {
@@ -158,6 +187,8 @@ static void event_loop(replay_state_t *s)
                 e->op == TRACE_RECORD ? do_record(s, e) : do_failure(s, e);
         if (r != 0)
             break;
+        if (s->o->series)
+            sample(s, i);
     }
     s->r->ns = bench_now_ns() - t0;
     simctl_snapshot(&c1);

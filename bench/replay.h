@@ -28,7 +28,20 @@ typedef struct replay_opts {
     void *inspect_arg;
     /* Optional: called with the allocator's context at its first refusal. */
     void (*at_oom)(void *ctx, void *arg);
+    /* Optional: live and reserved bytes over the run (see replay_series_t). */
+    struct replay_series *series;
 } replay_opts_t;
+
+/* Live and reserved bytes after each event, kept in n buckets of
+ * consecutive events (event i in bucket i * n / events): per bucket the
+ * lowest and highest value and the last, and which of the lowest and the
+ * highest came first, so a line through them keeps every peak exact. The
+ * caller sets n and the arrays (n entries each, zeroed); replay fills them. */
+typedef struct replay_point { uint64_t lo, hi, last; unsigned char lo_first, used; } replay_point_t;
+typedef struct replay_series {
+    size_t n;
+    replay_point_t *live, *reserved;
+} replay_series_t;
 
 typedef struct replay_result {
     int ok;                  /* 0: a hard error stopped it (see error) */

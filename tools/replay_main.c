@@ -26,10 +26,12 @@
 
 #include <cca.h>
 #include "alloc_ops.h"
+#include "balance.h"
 #include "pickle.h"
 #include "replay.h"
 #include "sim_ctl.h"
 #include "snapshot_csv.h"
+#include "svg.h"
 #include "trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -46,15 +48,22 @@ typedef struct opts {
     uint64_t reserve;
     conf_t confs[MAX_CONFS];
     int n_confs, n_given, only, quiet;
-    const char *json, *to_csv;
+    const char *json, *to_csv, *svg, *segments_svg;
+    int n_batches;                   /* --batch: traces[i] recorded at batch[i] */
+    uint64_t batch[BALANCE_MAX_RECS];
+    unsigned accumulate;
 } opts_t;
 
 typedef struct outcome {
     uint64_t peak_live, peak_reserved, min_device, device, device_allocs;
+    size_t first_oom;                /* event index of the first refusal */
     int fits;                        /* -1: no device to fit (none given or recorded) */
     size_t oom_event;                /* data row of the first refusal */
     uint64_t oom_time_us, oom_size;
     char verdict[32], advice[400], error[300];
+    replay_series_t series;          /* --svg: over the replay on the device */
+    svg_segmap_t oom_map;            /* --svg: cca's segments at the first refusal */
+    int have_map;
 } outcome_t;
 
 /* ---- sizes ------------------------------------------------------------ */
@@ -98,8 +107,10 @@ static const char *show_size(uint64_t b, char *out, size_t len)
 static int usage(FILE *f)
 {
     fprintf(f, "usage: cca-replay TRACE... [--device-memory SIZE] [--reserve SIZE] [--cca LABEL=CONF]... [--only]\n"
-               "                  [--json FILE] [--quiet]\n"
-               "       cca-replay --to-csv DIR TRACE...\n"
+               "                  [--json FILE] [--svg FILE] [--quiet]\n"
+               "       cca-replay --batch B=TRACE --batch B=TRACE [--batch B=TRACE]... [--accumulate K] [options]\n"
+               "       cca-replay --to-csv DIR SNAPSHOT...\n"
+               "       cca-replay --segments-svg FILE SNAPSHOT...\n"
                "TRACE: a trace CSV (RMM's logging layout, as cca_trace_start writes it), or a PyTorch memory\n"
                "snapshot pickle (torch.cuda.memory._dump_snapshot, cca.dump_snapshot): every device in it.\n"
                "SIZE: bytes, or a number with KiB/MiB/GiB/TiB (binary) or KB/MB/GB/TB (decimal).\n"
@@ -109,8 +120,17 @@ static int usage(FILE *f)
                "  --only                replay only the --cca configurations (default: also pytorch, expandable, lean)\n"
                "  --json FILE           also write the results as JSON\n"
                "  --to-csv DIR          write each trace (each device of a pickle) as DIR/NAME.devN.csv; no replay\n"
+               "  --svg FILE            also draw each replay's timeline (and, where a configuration runs out of\n"
+               "                        memory, its segments then; for a snapshot, its segments) as SVG\n"
+               "  --batch B=TRACE       TRACE records the step at batch size B: with two or more, the largest batch\n"
+               "                        that fits the device under each configuration (fitted on the first two;\n"
+               "                        the others are held out and the fit's error on them is said)\n"
+               "  --accumulate K        with --batch: a batch B run as K micro-batches of B/K (held-out traces\n"
+               "                        then record such runs)\n"
+               "  --segments-svg FILE   draw each snapshot's segments and blocks as SVG; no replay\n"
                "  --quiet               print nothing (with --json)\n"
-               "Exit status: 0 every configuration fits, 1 one does not, 2 bad input.\n");
+               "Exit status: 0 every configuration fits (with --batch: the balance point was found), 1 one does\n"
+               "not, 2 bad input.\n");
     return 2;
 }
 
@@ -126,6 +146,27 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
+/* --batch B=TRACE */
+static int parse_batch(opts_t *o, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    char *end;
+    errno = 0;
+    unsigned long long b = strtoull(v, &end, 10);
+    if (!eq || end != eq || eq == v || errno || b == 0 || v[0] == '-' || !eq[1])
+        return bad("--batch: '%s' is not B=TRACE with B a batch size of at least 1 (e.g. --batch 32=step32.csv)", v);
+    if (o->n_traces > o->n_batches)
+        return bad("--batch: with --batch, every trace is given as --batch B=TRACE");
+    if (o->n_batches == BALANCE_MAX_RECS)
+        return bad("--batch: at most %d recordings", BALANCE_MAX_RECS);
+    for (int k = 0; k < o->n_batches; k++)
+        if (o->batch[k] == b)
+            return bad("--batch: batch size %llu given twice", b);
+    o->batch[o->n_batches++] = b;
+    o->traces[o->n_traces++] = eq + 1;
+    return 0;
+}
+
 static int parse_args(int argc, const char *const *argv, opts_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -138,7 +179,8 @@ static int parse_args(int argc, const char *const *argv, opts_t *o)
         if (!strcmp(a, "--only")) { o->only = 1; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = 1; continue; }
         int takes = !strcmp(a, "--device-memory") || !strcmp(a, "--reserve") || !strcmp(a, "--cca") ||
-                    !strcmp(a, "--json") || !strcmp(a, "--to-csv");
+                    !strcmp(a, "--json") || !strcmp(a, "--to-csv") || !strcmp(a, "--svg") ||
+                    !strcmp(a, "--segments-svg") || !strcmp(a, "--batch") || !strcmp(a, "--accumulate");
         if (takes && i + 1 >= argc)
             return bad("%s needs a value", a);
         if (!strcmp(a, "--device-memory") || !strcmp(a, "--reserve")) {
@@ -169,10 +211,26 @@ static int parse_args(int argc, const char *const *argv, opts_t *o)
             o->json = argv[++i];
         } else if (!strcmp(a, "--to-csv")) {
             o->to_csv = argv[++i];
+        } else if (!strcmp(a, "--svg")) {
+            o->svg = argv[++i];
+        } else if (!strcmp(a, "--segments-svg")) {
+            o->segments_svg = argv[++i];
+        } else if (!strcmp(a, "--accumulate")) {
+            char *end;
+            errno = 0;
+            unsigned long k = strtoul(argv[++i], &end, 10);
+            if (*end || end == argv[i] || errno || k < 1 || k > 4096 || argv[i][0] == '-')
+                return bad("--accumulate: '%s' is not a number of micro-batches from 1 to 4096", argv[i]);
+            o->accumulate = (unsigned)k;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_batch(o, argv[++i]))
+                return 2;
         } else if (a[0] == '-' && a[1]) {
             return bad("unknown option '%s' (the options: --device-memory, --reserve, --cca, --only, --json, "
-                       "--to-csv, --quiet, --help)", a);
+                       "--svg, --batch, --accumulate, --to-csv, --segments-svg, --quiet, --help)", a);
         } else {
+            if (o->n_batches)
+                return bad("%s: with --batch, every trace is given as --batch B=TRACE", a);
             if (o->n_traces == (int)(sizeof o->traces / sizeof o->traces[0]))
                 return bad("at most 256 traces");
             o->traces[o->n_traces++] = a;
@@ -180,6 +238,10 @@ static int parse_args(int argc, const char *const *argv, opts_t *o)
     }
     if (!o->n_traces)
         return bad("no TRACE given (cca-replay --help)");
+    if (o->n_batches == 1)
+        return bad("--batch: give two or more recordings at different batch sizes");
+    if (o->accumulate && !o->n_batches)
+        return bad("--accumulate goes with --batch");
     if (o->only && !o->n_given)
         return bad("--only keeps the --cca configurations, and none is given");
     static const conf_t builtin[3] = {{"pytorch", ""}, {"expandable", "preset:expandable"}, {"lean", "preset:lean"}};
@@ -195,7 +257,7 @@ static int parse_args(int argc, const char *const *argv, opts_t *o)
 
 /* ---- loading: CSV or pickle ------------------------------------------- */
 
-typedef struct loaded { trace_t t; char file[1024]; int device; } loaded_t;
+typedef struct loaded { trace_t t; char file[1024]; int device, from_pickle; } loaded_t;
 
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
@@ -272,6 +334,7 @@ static int load(const char *path, loaded_t **L, int *n)
             r = trace_load_text(csv[i].csv, name, &l->t);
             snprintf(l->file, sizeof l->file, "%s", path);
             l->device = csv[i].device;
+            l->from_pickle = 1;
         } else {
             r = trace_load_text(buf, path, &l->t);
             snprintf(l->file, sizeof l->file, "%s", path);
@@ -333,12 +396,38 @@ static int to_csv(const opts_t *o)
 
 /* ---- the replays ------------------------------------------------------- */
 
-typedef struct seen { cca_oom_report_t r; int have_oom; cca_stats_t st; int have_stats; } seen_t;
+typedef struct seen {
+    cca_oom_report_t r;
+    int have_oom;
+    cca_stats_t st;
+    int have_stats;
+    svg_segmap_t *map;               /* --svg: filled at the first refusal */
+    int map_failed;
+} seen_t;
+
+static int map_seg(const cca_segment_info_t *g, void *arg)
+{
+    seen_t *s = arg;
+    s->map_failed |= svg_map_segment(s->map, g->address, g->total_size, g->pool == CCA_POOL_LARGE,
+                                     (long long)(uintptr_t)g->stream);
+    return s->map_failed;
+}
+
+static int map_block(const cca_block_info_t *b, void *arg)
+{
+    seen_t *s = arg;
+    int state = b->state == CCA_STATE_ACTIVE_ALLOCATED ? SVG_ALLOCATED
+                : b->state == CCA_STATE_ACTIVE_PENDING_FREE ? SVG_PENDING_FREE : SVG_INACTIVE;
+    s->map_failed |= svg_map_block(s->map, b->address - b->segment_address, b->size, state);
+    return s->map_failed;
+}
 
 static void take_oom(void *ctx, void *arg)
 {
     seen_t *s = arg;
     s->have_oom = cca_last_oom_report(ctx, &s->r) == CCA_OK && s->r.verdict != CCA_OOM_NONE;
+    if (s->map && (cca_snapshot_walk(ctx, map_seg, map_block, s) != CCA_OK || s->map_failed))
+        svg_map_free(s->map);        /* no picture of it rather than a wrong one */
 }
 
 static void take_stats(void *ctx, void *arg)
@@ -349,7 +438,7 @@ static void take_stats(void *ctx, void *arg)
 
 /* One replay on a device of `device` bytes with the reserve; 1 fits, 0 not, -1 error. */
 static int try_device(const trace_t *t, const char *conf, uint64_t device, uint64_t reserve, int stop,
-                      replay_result_t *out, seen_t *seen, char *err, size_t errlen)
+                      replay_result_t *out, seen_t *seen, replay_series_t *series, char *err, size_t errlen)
 {
     if (device <= reserve) {
         memset(out, 0, sizeof *out);
@@ -357,7 +446,8 @@ static int try_device(const trace_t *t, const char *conf, uint64_t device, uint6
         return 0;
     }
     replay_opts_t ro = {.capacity = (size_t)device, .reserve = (size_t)reserve, .stop_at_oom = stop, .failures = 1,
-                        .inspect = seen ? take_stats : NULL, .at_oom = seen ? take_oom : NULL, .inspect_arg = seen};
+                        .inspect = seen ? take_stats : NULL, .at_oom = seen ? take_oom : NULL, .inspect_arg = seen,
+                        .series = series};
     *out = replay(t, &bench_ops_cca, conf, &ro);
     if (!out->ok) {
         snprintf(err, errlen, "%s", out->error);
@@ -385,7 +475,20 @@ static void run_one(const trace_t *t, const conf_t *c, const opts_t *o, uint64_t
     if (device > big)
         big = device;
     seen_t seen = {0};
-    int f = try_device(t, c->conf, device ? device : big, o->reserve, 0, &r, &seen, res->error, sizeof res->error);
+    replay_series_t *series = NULL;
+    if (o->svg && t->n_events) {
+        size_t n = t->n_events < 1200 ? t->n_events : 1200;
+        res->series = (replay_series_t){n, calloc(n, sizeof(replay_point_t)), calloc(n, sizeof(replay_point_t))};
+        if (!res->series.live || !res->series.reserved) {
+            snprintf(res->error, sizeof res->error, "out of host memory");
+            return;
+        }
+        series = &res->series;
+        seen.map = &res->oom_map;
+    }
+    int f = try_device(t, c->conf, device ? device : big, o->reserve, 0, &r, &seen, series, res->error,
+                       sizeof res->error);
+    res->have_map = res->oom_map.n_segs > 0;
     if (f < 0)
         return;
     res->peak_live = r.peak_live;
@@ -395,6 +498,7 @@ static void run_one(const trace_t *t, const conf_t *c, const opts_t *o, uint64_t
         res->fits = f;
         if (!f) {
             size_t e = r.first_oom < t->n_events ? r.first_oom : 0;
+            res->first_oom = e;
             res->oom_event = t->n_events ? t->row[e] : 0;
             res->oom_time_us = t->n_events ? t->time_us[e] : 0;
             res->oom_size = t->n_events ? t->events[e].size : 0;
@@ -409,21 +513,21 @@ static void run_one(const trace_t *t, const conf_t *c, const opts_t *o, uint64_t
     }
     /* the smallest device: it fits at big (where not even there: none);
      * below peak live + the reserve nothing can */
-    if (try_device(t, c->conf, big, o->reserve, 1, &r, NULL, res->error, sizeof res->error) != 1)
+    if (try_device(t, c->conf, big, o->reserve, 1, &r, NULL, NULL, res->error, sizeof res->error) != 1)
         return;
     uint64_t lo = t->peak_live_bytes + o->reserve, hi = big;
     if (res->fits == 1 && device < hi)
         hi = device;                                  /* the given device fits: the smallest is no larger */
     if (lo > hi)
         lo = hi;
-    f = try_device(t, c->conf, lo, o->reserve, 1, &r, NULL, res->error, sizeof res->error);
+    f = try_device(t, c->conf, lo, o->reserve, 1, &r, NULL, NULL, res->error, sizeof res->error);
     if (f < 0)
         return;
     if (f)
         hi = lo;
     while (hi - lo > MIB && hi - lo > hi / 2000) {
         uint64_t mid = lo + (hi - lo) / 2;
-        f = try_device(t, c->conf, mid, o->reserve, 1, &r, NULL, res->error, sizeof res->error);
+        f = try_device(t, c->conf, mid, o->reserve, 1, &r, NULL, NULL, res->error, sizeof res->error);
         if (f < 0)
             return;
         *(f ? &hi : &lo) = mid;
@@ -538,6 +642,85 @@ static void json_trace(FILE *f, const opts_t *o, const loaded_t *l, const outcom
     fprintf(f, "]}");
 }
 
+/* ---- pictures ---------------------------------------------------------- */
+
+/* The segment maps of the snapshot pickle at path (device < 0: every device) as panels of d. */
+static int snapshot_panels(svg_doc_t *d, const char *path, int device)
+{
+    char err[600], title[1200];
+    size_t len, n = 0;
+    char *buf = read_all(path, &len, err, sizeof err);
+    if (!buf)
+        return bad("%s", err);
+    if (!pickle_looks_like(buf, len)) {
+        free(buf);
+        return bad("%s: not a pickle; --segments-svg draws PyTorch memory snapshots", path);
+    }
+    svg_segmap_t *maps = NULL;
+    int r = snapshot_segmaps_from_pickle(buf, len, &maps, &n, err, sizeof err);
+    free(buf);
+    if (r != 0)
+        return bad("%s: %s", path, err);
+    for (size_t k = 0; k < n; k++)
+        if (device < 0 || maps[k].device == device) {
+            const char *base = strrchr(path, '/');
+            snprintf(title, sizeof title, "%s, device %d: the segments when the snapshot was taken",
+                     base ? base + 1 : path, maps[k].device);
+            svg_segments(d, title, &maps[k]);
+        }
+    snapshot_segmaps_free(maps, n);
+    return 0;
+}
+
+static int segments_svg(const opts_t *o)
+{
+    svg_doc_t *d = svg_open();
+    if (!d)
+        return bad("out of host memory");
+    for (int i = 0; i < o->n_traces; i++)
+        if (snapshot_panels(d, o->traces[i], -1)) {
+            svg_discard(d);
+            return 2;
+        }
+    if (svg_save(d, o->segments_svg) != 0)
+        return bad("--segments-svg: cannot write %s: %s", o->segments_svg, strerror(errno));
+    if (!o->quiet)
+        printf("%s: the segments of %d snapshot%s\n", o->segments_svg, o->n_traces, o->n_traces > 1 ? "s" : "");
+    return 0;
+}
+
+/* The trace's timeline, each configuration's segments at its first
+ * refusal, and a snapshot's own segments. */
+static int trace_panels(svg_doc_t *d, const opts_t *o, const loaded_t *l, uint64_t device, const outcome_t *res)
+{
+    char title[1400], a[32];
+    svg_line_t lines[MAX_CONFS];
+    int n = 0;
+    for (int k = 0; k < o->n_confs; k++)
+        if (!*res[k].error && res[k].series.n)
+            lines[n++] = (svg_line_t){o->confs[k].label, &res[k].series,
+                                      res[k].fits == 0 ? (long long)res[k].first_oom : -1};
+    if (device)
+        snprintf(title, sizeof title, "%s: bytes over the run on a %s device", l->t.name, show_size(device, a, sizeof a));
+    else
+        snprintf(title, sizeof title, "%s: bytes over the run", l->t.name);
+    svg_timeline(d, title, l->t.n_events, device > o->reserve ? device - o->reserve : 0, lines, n);
+    for (int k = 0; k < o->n_confs; k++)
+        if (res[k].have_map) {
+            snprintf(title, sizeof title, "%s, %s: the segments at the first out-of-memory (event %zu)", l->t.name,
+                     o->confs[k].label, res[k].oom_event);
+            svg_segments(d, title, &res[k].oom_map);
+        }
+    return l->from_pickle ? snapshot_panels(d, l->file, l->device) : 0;
+}
+
+static void outcome_free(outcome_t *r)
+{
+    free(r->series.live);
+    free(r->series.reserved);
+    svg_map_free(&r->oom_map);
+}
+
 EXPORT int cca_replay_version(void) { return REPLAY_JSON_VERSION; }
 
 static int replay_main(int argc, const char *const *argv);
@@ -565,6 +748,8 @@ static int replay_main(int argc, const char *const *argv)
         return rc;
     if (o.to_csv)
         return to_csv(&o);
+    if (o.segments_svg)
+        return segments_svg(&o);
     if (!simctl_is_sim())
         return bad("needs the simulated device (this build replays on a real GPU's runtime)");
     loaded_t *L = NULL;
@@ -581,17 +766,34 @@ static int replay_main(int argc, const char *const *argv)
         fprintf(jf, "{\"version\": %d, \"reserve_bytes\": %" PRIu64 ", \"device_memory_bytes\": %s, \"traces\": [",
                 REPLAY_JSON_VERSION, o.reserve, dm);
     }
+    if (!rc && o.n_batches && n != o.n_batches)
+        rc = bad("--batch: a recording names one device (a snapshot of several: cca-replay --to-csv DIR first)");
+    svg_doc_t *svg = NULL;
+    if (!rc && o.svg && !(svg = svg_open()))
+        rc = bad("out of host memory");
+    balance_in_t bal = {.n_recs = n, .n_confs = o.n_confs, .device = o.device_memory, .reserve = o.reserve,
+                        .accumulate = o.accumulate ? o.accumulate : 1};
     int all_fit = 1, failed = 0;
     for (int i = 0; i < n && !rc; i++) {
         uint64_t device = o.device_memory ? o.device_memory : L[i].t.device_memory;
         outcome_t res[MAX_CONFS];
+        if (o.n_batches) {
+            bal.batch[i] = o.batch[i];
+            bal.trace[i] = &L[i].t;
+            if (!bal.device)
+                bal.device = device;
+        }
         for (int k = 0; k < o.n_confs; k++) {
             if (!o.quiet && L[i].t.n_events > (1u << 18))
                 fprintf(stderr, "cca-replay: %s: %s ...\n", L[i].t.name, o.confs[k].label);
             run_one(&L[i].t, &o.confs[k], &o, device, &res[k]);
             all_fit &= res[k].fits != 0;
             failed |= *res[k].error != 0;
+            bal.label[k] = o.confs[k].label;
+            bal.min_device[k][i] = res[k].min_device;
         }
+        if (svg)
+            rc = trace_panels(svg, &o, &L[i], device, res);
         if (!o.quiet)
             print_trace(&o, &L[i], device, res);
         else
@@ -600,16 +802,32 @@ static int replay_main(int argc, const char *const *argv)
                     fprintf(stderr, "cca-replay: %s, %s: %s\n", L[i].t.name, o.confs[k].label, res[k].error);
         if (jf)
             json_trace(jf, &o, &L[i], res, i == 0);
+        for (int k = 0; k < o.n_confs; k++)
+            outcome_free(&res[k]);
+    }
+    balance_out_t bo;
+    if (!rc && !failed && o.n_batches) {
+        if (balance_fit(&bal, &bo) != 0)
+            rc = bad("%s", bo.error);
+        else if (!o.quiet)
+            balance_print(stdout, &bal, &bo);
     }
     if (jf) {
-        fprintf(jf, "\n]}\n");
+        fprintf(jf, "\n]");
+        if (!rc && !failed && o.n_batches)
+            balance_json(jf, &bal, &bo, json_str);
+        fprintf(jf, "}\n");
         if (fclose(jf) != 0 && !rc)
             rc = bad("--json: cannot write %s: %s", o.json, strerror(errno));
     }
+    if (svg && !rc && svg_save(svg, o.svg) != 0)
+        rc = bad("--svg: cannot write %s: %s", o.svg, strerror(errno));
+    else if (svg && rc)
+        svg_discard(svg);
     for (int i = 0; i < n; i++)
         trace_free(&L[i].t);
     free(L);
     if (rc)
         return rc;
-    return failed ? 2 : all_fit ? 0 : 1;
+    return failed ? 2 : o.n_batches || all_fit ? 0 : 1;
 }

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "pickle.h"
+#include "segmap.h"
 
 /* ---- an address map ------------------------------------------------------ */
 
@@ -575,6 +576,97 @@ int snapshot_csv_from_pickle(const void *buf, size_t len, snapshot_csv_t **out, 
     }
     pk_free(root);
     return rc;
+}
+
+/* ---- segment maps ------------------------------------------------------- */
+
+static int map_blocks(conv_t *c, svg_segmap_t *m, const pk_value_t *seg, uint64_t at, uint64_t total,
+                      const char *seg_where)
+{
+    const pk_value_t *blocks = pk_dict_get(seg, "blocks");
+    if (pk_kind(blocks) != PK_LIST && pk_kind(blocks) != PK_TUPLE)
+        return fail(c, "not a PyTorch memory snapshot: %s has no list of blocks", seg_where);
+    static const char *const states[] = {"active_allocated", "active_pending_free", "inactive", "active_awaiting_free"};
+    uint64_t next = at;
+    for (size_t j = 0, n = pk_list_len(blocks); j < n; j++) {
+        char where[96];
+        snprintf(where, sizeof where, "%s.blocks[%zu]", seg_where, j);
+        const pk_value_t *b = pk_list_at(blocks, j);
+        uint64_t size, addr = next;
+        if (pk_kind(b) != PK_DICT)
+            return fail(c, "not a PyTorch memory snapshot: %s is a %s, not a dict", where, pk_kind_name(pk_kind(b)));
+        if (get_u64(c, b, "size", &size, where) || (pk_dict_get(b, "address") && get_u64(c, b, "address", &addr, where)))
+            return -1;
+        if (addr < at || addr - at > total || size > total - (addr - at))
+            return fail(c, "not a PyTorch memory snapshot: %s lies outside its segment", where);
+        next = addr + size;
+        const char *state = pk_str(pk_dict_get(b, "state"), NULL);
+        int k = 0;
+        while (k < 4 && (!state || strcmp(state, states[k])))
+            k++;
+        if (k == 4)
+            return fail(c, "not a PyTorch memory snapshot: %s has the unknown state '%.40s'", where,
+                        state ? state : "(none)");
+        if (svg_map_block(m, addr - at, size, k == 3 ? SVG_PENDING_FREE : k))
+            return fail(c, "out of memory");
+    }
+    return 0;
+}
+
+static int map_segment(conv_t *c, svg_segmap_t *m, const pk_value_t *seg, size_t si)
+{
+    char where[48];
+    snprintf(where, sizeof where, "segments[%zu]", si);
+    uint64_t at, total;
+    int64_t stream;
+    if (get_u64(c, seg, "address", &at, where) || get_u64(c, seg, "total_size", &total, where) ||
+        get_i64(c, seg, "stream", &stream, where))
+        return -1;
+    if (at + total < at)
+        return fail(c, "not a PyTorch memory snapshot: %s runs past the end of the address space", where);
+    const char *type = pk_str(pk_dict_get(seg, "segment_type"), NULL);
+    if (svg_map_segment(m, at, total, !type || strcmp(type, "small") != 0, stream))
+        return fail(c, "out of memory");
+    return map_blocks(c, m, seg, at, total, where);
+}
+
+int snapshot_segmaps_from_pickle(const void *buf, size_t len, svg_segmap_t **out, size_t *n_out, char *err,
+                                 size_t errlen)
+{
+    *out = NULL;
+    *n_out = 0;
+    pk_value_t *root;
+    if (pk_load(buf, len, &root, err, errlen))
+        return -1;
+    conv_t c = {.err = err, .errlen = errlen, .segments = pk_dict_get(root, "segments")};
+    segref_t *segs = NULL;
+    size_t n_segs = 0, n = 0;
+    svg_segmap_t *maps = NULL;
+    int rc = pk_kind(c.segments) == PK_LIST || pk_kind(c.segments) == PK_TUPLE ? sort_segments(&c, &segs, &n_segs)
+             : fail(&c, "not a PyTorch memory snapshot: no list of segments");
+    if (!rc && !(maps = calloc(n_segs ? n_segs : 1, sizeof *maps)))
+        rc = fail(&c, "out of memory");
+    for (size_t s = 0; !rc && s < n_segs; s++) {
+        if (!n || maps[n - 1].device != segs[s].device)
+            maps[n++].device = segs[s].device;
+        rc = map_segment(&c, &maps[n - 1], pk_list_at(c.segments, segs[s].index), segs[s].index);
+    }
+    free(segs);
+    pk_free(root);
+    if (rc) {
+        snapshot_segmaps_free(maps, n);
+        return -1;
+    }
+    *out = maps;
+    *n_out = n;
+    return 0;
+}
+
+void snapshot_segmaps_free(svg_segmap_t *maps, size_t n)
+{
+    for (size_t i = 0; maps && i < n; i++)
+        svg_map_free(&maps[i]);
+    free(maps);
 }
 
 void snapshot_csv_free(snapshot_csv_t *csvs, size_t n)

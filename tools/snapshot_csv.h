@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "segmap.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,6 +39,14 @@ int snapshot_csv_from_pickle(const void *buf, size_t len, snapshot_csv_t **out, 
 
 /* Frees what snapshot_csv_from_pickle returned; NULL is fine. */
 void snapshot_csv_free(snapshot_csv_t *csvs, size_t n);
+
+/* The segments of the snapshot pickle (a dict with a list of segments, as
+ * torch.cuda.memory._snapshot() gives it) as one segment map per device,
+ * by ascending device and, within one, in the pickle's order. 0, or -1
+ * with *out NULL and the reason in err. */
+int snapshot_segmaps_from_pickle(const void *buf, size_t len, svg_segmap_t **out, size_t *n_out, char *err,
+                                 size_t errlen);
+void snapshot_segmaps_free(svg_segmap_t *maps, size_t n);
 
 /* 1 when buf starts as a pickle does (PROTO 0x80 and a protocol 0-5, or
  * the MARK, EMPTY_DICT, EMPTY_LIST or EMPTY_TUPLE that protocols 0 and 1

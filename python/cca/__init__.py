@@ -15,7 +15,7 @@ The package, by topic (this module only re-exports their public names):
 ``cca.memory`` (torch's memory API, configure, fragmentation, check),
 ``cca.oom`` (OomReport, last_oom), ``cca.tags``, ``cca.snapshots``
 (record_history, history, snapshot, dump_snapshot), ``cca.replays``
-(record_trace, replay, to_csv), ``cca.watches``
+(record_trace, replay, to_csv, balance, plot_timeline, plot_segments), ``cca.watches``
 (watch, on_oom), ``cca.profiling`` (profile), ``cca.monitoring``
 (Monitor); ``cca._core`` holds what they share (devices, the allocators,
 status checks, CcaError and OutOfMemoryError), ``cca._lib`` the ctypes
@@ -33,7 +33,7 @@ from .memory import (check, config_keys, configure, empty_cache, expandable_stat
 from .monitoring import Monitor
 from .oom import OomReport, last_oom
 from .profiling import ProfileResult, profile
-from .replays import ReplayError, record_trace, replay, to_csv
+from .replays import ReplayError, balance, plot_segments, plot_timeline, record_trace, replay, to_csv
 from .snapshots import dump_snapshot, history, record_history, snapshot
 from .tags import tag, tag_name
 from .watches import Crossing, OomHandler, Watch, on_oom, watch
@@ -46,5 +46,5 @@ __all__ = [
     "get_per_process_memory_fraction", "fragmentation", "last_oom", "check", "config_keys",
     "watch", "Watch", "Crossing", "on_oom", "OomHandler", "profile", "ProfileResult", "Monitor", "tag", "tag_name",
     "record_history", "history", "snapshot", "dump_snapshot", "expandable_stats",
-    "record_trace", "replay", "to_csv", "ReplayError",
+    "record_trace", "replay", "to_csv", "balance", "plot_timeline", "plot_segments", "ReplayError",
 ]

@@ -19,12 +19,13 @@ CUDA runtime. The layout and the figures: docs/replay.md.
 import ctypes
 import json
 import os
+import pickle
 import tempfile
 import threading
 
 from . import _core, _lib
 
-__all__ = ["record_trace", "replay", "to_csv", "ReplayError"]
+__all__ = ["record_trace", "replay", "to_csv", "balance", "plot_timeline", "plot_segments", "ReplayError"]
 
 
 class ReplayError(ValueError):
@@ -130,7 +131,34 @@ def _run(args):
         return rc, out.read().decode(errors="replace"), err.read().decode(errors="replace").strip()
 
 
-def replay(traces, device_memory=None, reserve="512MiB", configs=None, only=False):
+def _options(device_memory, reserve, configs, only, svg):
+    args = []
+    if device_memory is not None:
+        args += ["--device-memory", _size(device_memory, "device_memory")]
+    args += ["--reserve", _size(reserve, "reserve")]
+    for label, conf in (configs or {}).items():
+        args += ["--cca", "%s=%s" % (label, conf)]
+    if only:
+        args.append("--only")
+    if svg is not None:
+        args += ["--svg", os.fsdecode(os.fspath(svg))]
+    return args
+
+
+def _json_run(args, what):
+    fd, out = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        rc, _, text = _run(args + ["--json", out, "--quiet"])
+        if rc == 2:
+            raise ReplayError(text.replace("cca-replay: ", what + ": ", 1) or what + ": bad input")
+        with open(out) as f:
+            return json.load(f)
+    finally:
+        os.unlink(out)
+
+
+def replay(traces, device_memory=None, reserve="512MiB", configs=None, only=False, svg=None):
     """Replays ``traces`` (a path, or a list of them) through cca on the
     simulated device and returns cca-replay's JSON as a dict:
     ``{"version": 1, "reserve_bytes", "device_memory_bytes", "traces":
@@ -144,26 +172,74 @@ def replay(traces, device_memory=None, reserve="512MiB", configs=None, only=Fals
     None). ``reserve``: memory the CUDA context and other libraries hold.
     ``configs``: {label: CCA_CONF string} replayed beside PyTorch's rules,
     ``preset:expandable`` and ``preset:lean`` (``only=True``: instead of
-    them). Bad input raises ReplayError with cca-replay's message."""
+    them). ``svg``: a path to draw the replays to (``plot_timeline``).
+    Bad input raises ReplayError with cca-replay's message."""
     paths = [traces] if isinstance(traces, (str, bytes, os.PathLike)) else list(traces)
     args = [os.fsdecode(os.fspath(p)) for p in paths]
-    if device_memory is not None:
-        args += ["--device-memory", _size(device_memory, "device_memory")]
-    args += ["--reserve", _size(reserve, "reserve")]
-    for label, conf in (configs or {}).items():
-        args += ["--cca", "%s=%s" % (label, conf)]
-    if only:
-        args.append("--only")
-    fd, out = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
+    return _json_run(args + _options(device_memory, reserve, configs, only, svg), "cca.replay")
+
+
+def balance(batches, device_memory=None, reserve="512MiB", accumulate=None, configs=None, only=False, svg=None):
+    """The batch-size balance point (``cca-replay --batch``): ``batches``
+    maps batch sizes to recordings of the same step at that size, in the
+    order they are fitted ({8: "step8.csv", 16: "step16.csv", 32:
+    "step32.csv"}: fitted on 8 and 16, 32 held out). Returns
+    ``replay``'s dict with "balance": {"device_memory_bytes",
+    "accumulate", "fitted", "peak_live": {"intercept_bytes",
+    "bytes_per_sample"}, "configurations": [{"label", "ratio",
+    "largest_batch", "any_batch", "margin_bytes", "next_batch_needs_bytes",
+    "held_out": [{"batch", "predicted_peak_live_bytes", "peak_live_bytes",
+    "predicted_min_device_bytes", "min_device_bytes"}]}]} and, with
+    ``accumulate`` K (a batch run as K micro-batches), "micro_batch": the
+    allocations told per-step and per-micro-batch and the fitted figures.
+    The model: docs/replay.md."""
+    if not isinstance(batches, dict) or len(batches) < 2:
+        raise TypeError("cca.balance: batches is a dict {batch size: recording} with two or more entries")
+    args = []
+    for b, path in batches.items():
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError("cca.balance: batch sizes are ints of at least 1, not %r" % (b,))
+        args += ["--batch", "%d=%s" % (b, os.fsdecode(os.fspath(path)))]
+    if accumulate is not None:
+        if isinstance(accumulate, bool) or not isinstance(accumulate, int):
+            raise TypeError("cca.balance: accumulate is a number of micro-batches (an int)")
+        args += ["--accumulate", str(accumulate)]
+    return _json_run(args + _options(device_memory, reserve, configs, only, svg), "cca.balance")
+
+
+def plot_timeline(traces, path, device_memory=None, reserve="512MiB", configs=None, only=False):
+    """Draws live and reserved bytes over each replay of ``traces`` (one
+    line each per configuration, the first out-of-memory marked, and the
+    segments at it) as an SVG file at ``path``; returns ``replay``'s dict."""
+    return replay(traces, device_memory, reserve, configs, only, svg=path)
+
+
+def plot_segments(snapshot, path):
+    """Draws a snapshot's segments (bars at one scale) and their blocks
+    (allocated, freed awaiting a stream, free: holes) as an SVG file at
+    ``path``. ``snapshot``: a snapshot pickle's path, a dict with
+    "segments" (``torch.cuda.memory._snapshot()``, ``cca.snapshot()``) or
+    a list of segments (``torch.cuda.memory_snapshot()``,
+    ``cca.memory_snapshot()``)."""
+    tmp = None
+    if isinstance(snapshot, (list, tuple, dict)):
+        segs = snapshot.get("segments") if isinstance(snapshot, dict) else list(snapshot)
+        if not isinstance(segs, (list, tuple)):
+            raise ReplayError("cca.plot_segments: the snapshot dict has no list of segments")
+        tmp = tempfile.mkdtemp()
+        src = os.path.join(tmp, "snapshot")                # the name the picture's titles give it
+        with open(src, "wb") as f:
+            pickle.dump({"segments": list(segs), "device_traces": []}, f, protocol=4)
+    else:
+        src = os.fsdecode(os.fspath(snapshot))
     try:
-        rc, _, text = _run(args + ["--json", out, "--quiet"])
-        if rc == 2:
-            raise ReplayError(text.replace("cca-replay: ", "cca.replay: ", 1) or "cca.replay: bad input")
-        with open(out) as f:
-            return json.load(f)
+        rc, _, text = _run(["--segments-svg", os.fsdecode(os.fspath(path)), "--quiet", src])
     finally:
-        os.unlink(out)
+        if tmp:
+            os.unlink(src)
+            os.rmdir(tmp)
+    if rc != 0:
+        raise ReplayError(text.replace("cca-replay: ", "cca.plot_segments: ", 1) or "cca.plot_segments: failed")
 
 
 def to_csv(pickles, folder):
