@@ -48,7 +48,8 @@ static int classify(const trace_t *t, const uint64_t *a, const trace_t *u, const
 
 typedef struct phases { uint64_t v_peak, f_at_peak, kept; size_t per_step, per_micro; } phases_t;
 
-/* The per-micro-batch bytes' last peak, the per-step bytes live then, and
+/* The per-micro-batch bytes' last peak (the allocation that reaches it),
+ * the per-step bytes live then, and
  * the per-step bytes allocated after it and live at the first later event
  * where the per-micro-batch bytes are at their lowest. */
 static void phases(const trace_t *t, const unsigned char *kind, phases_t *p)
@@ -67,7 +68,7 @@ static void phases(const trace_t *t, const unsigned char *kind, phases_t *p)
                 continue;
             int k = kind[e->slot];
             live[k] = e->op == TRACE_ALLOC ? live[k] + e->size : live[k] - sizes[e->slot];
-            if (pass == 0 && live[PER_MICRO] >= p->v_peak) {
+            if (pass == 0 && k == PER_MICRO && e->op == TRACE_ALLOC && live[PER_MICRO] >= p->v_peak) {
                 p->v_peak = live[PER_MICRO];
                 p->f_at_peak = live[PER_STEP];
                 peak_at = i;
@@ -227,16 +228,19 @@ void balance_print(FILE *f, const balance_in_t *in, const balance_out_t *out)
                 out->paired ? "paired in order" : "told apart by size", gib(out->v0, a, sizeof a),
                 gib(out->v1, b, sizeof b), gib((double)out->fixed_at_peak, c, sizeof c),
                 gib((double)out->kept, c + 16, sizeof c - 16));
-    fprintf(f, "  %-16s %14s %12s  %s\n", "configuration", "largest batch", "margin", "the next batch needs");
+    fprintf(f, "  %-16s %14s %12s  %s\n", "configuration", "largest batch", "margin", "the next batch");
+    uint64_t step = in->accumulate ? in->accumulate : 1;
     for (int k = 0; k < in->n_confs; k++) {
         const balance_conf_t *r = &out->conf[k];
         if (r->largest == UINT64_MAX)
             fprintf(f, "  %-16s %14s\n", in->label[k], "any");
         else if (r->largest == 0)
-            fprintf(f, "  %-16s %14s %12s  %s\n", in->label[k], "none", "", gib((double)r->need_next, c, sizeof c));
+            fprintf(f, "  %-16s %14s %12s  %" PRIu64 " needs %s, %s over\n", in->label[k], "none", "", step,
+                    gib((double)r->need_next, c, sizeof c), gib((double)r->need_next - (double)in->device, a, sizeof a));
         else
-            fprintf(f, "  %-16s %14" PRIu64 " %12s  %s\n", in->label[k], r->largest, gib((double)r->margin, a, sizeof a),
-                    gib((double)r->need_next, c, sizeof c));
+            fprintf(f, "  %-16s %14" PRIu64 " %12s  %" PRIu64 " needs %s, %s over\n", in->label[k], r->largest,
+                    gib((double)r->margin, a, sizeof a), r->largest + step, gib((double)r->need_next, c, sizeof c),
+                    gib((double)r->need_next - (double)in->device, b, sizeof b));
     }
     for (int i = 2; i < in->n_recs; i++) {
         double pp = balance_peak(in, out, in->batch[i]), pg = (double)in->trace[i]->peak_live_bytes;

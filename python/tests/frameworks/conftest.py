@@ -30,12 +30,18 @@ class Runs:
         self.tmp = tmp
         self.done = {}
 
-    def __call__(self, program, allocator, expandable=False, repeat=0):
-        key = (program, allocator, expandable, repeat)
+    def path(self, program, allocator, expandable=False, repeat=0, args=()):
+        """The run's OUT.json (the mlp program records to OUT.json.csv beside it)."""
+        return os.path.join(self.tmp, "%s-%s%s-%d%s.json" % (program, allocator, "-x" if expandable else "", repeat,
+                                                             "".join(a.replace("--", "-").replace("=", "")
+                                                                     for a in args)))
+
+    def __call__(self, program, allocator, expandable=False, repeat=0, args=()):
+        key = (program, allocator, expandable, repeat, tuple(args))
         if key not in self.done:
-            out = os.path.join(self.tmp, "%s-%s%s-%d.json" % (program, allocator, "-x" if expandable else "", repeat))
+            out = self.path(program, allocator, expandable, repeat, args)
             cmd = [sys.executable, os.path.join(HERE, "programs.py"), program, allocator] + \
-                  (["--expandable"] if expandable else []) + [out]
+                  (["--expandable"] if expandable else []) + list(args) + [out]
             env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "CCA_CONF")}
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
             assert r.returncode == 0, "%s failed (%d):\n%s" % (" ".join(cmd[1:]), r.returncode, r.stderr[-4000:])

@@ -2,9 +2,10 @@
 torch's allocator or under cca (scripts/torch-sim puts real torch on the
 simulated device):
 
-    python programs.py PROGRAM ALLOCATOR [--expandable] OUT.json
+    python programs.py PROGRAM ALLOCATOR [--expandable] [--batch=N] [--accumulate=K] OUT.json
 
-PROGRAM: "streams" (the default stream and two side streams, record_stream
+PROGRAM: "mlp" (--batch=N [--accumulate=K]: two AdamW steps of an MLP,
+recorded by cca to OUT.json.csv), "streams" (the default stream and two side streams, record_stream
 with the side stream's work pending, frees from another thread,
 empty_cache, reset_peak_memory_stats) or "train" (an MLP and a transformer
 encoder layer, AdamW, forward and backward with gradient accumulation).
@@ -130,10 +131,34 @@ def train(torch, lib):
     return losses
 
 
+def mlp(torch, lib, batch, accumulate):
+    """Two AdamW steps of an MLP at `batch`, each in `accumulate` micro-batches
+    (zero_grad(set_to_none=True) after each step)."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(2):
+        for micro in range(accumulate):
+            x = torch.randn(batch // accumulate, 256, device="cuda")
+            y = torch.randint(0, 10, (batch // accumulate,), device="cuda")
+            loss = nn.functional.cross_entropy(model(x), y) / accumulate
+            loss.backward()
+            del x, y
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del loss
+    torch.cuda.synchronize()
+    return losses
+
+
 def main(argv):
     program, allocator = argv[0], argv[1]
     expandable = "--expandable" in argv
     out = argv[-1]
+    opt = dict(a[2:].split("=", 1) for a in argv[2:-1] if "=" in a)   # --batch=N --accumulate=K (mlp)
     if allocator == "torch" and expandable:
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # deterministic cuBLAS (and its workspace size)
@@ -142,12 +167,18 @@ def main(argv):
     if allocator == "cca":
         import cca
         import cca.allocators.torch
-        cca.allocators.torch.install("expandable_segments:True" if expandable else None)
+        conf = "expandable_segments:True" if expandable else None
+        if program == "mlp":                            # a recording of the run, for cca-replay --batch
+            conf = "trace_file:" + out + ".csv"
+        cca.allocators.torch.install(conf)
         cca.record_history(True, max_entries=1 << 20)
     else:
         torch.cuda.memory._record_memory_history(max_entries=1 << 20, stacks="python")
     before = sim_calls(lib)
-    losses = {"streams": streams, "train": train}[program](torch, lib)
+    if program == "mlp":
+        losses = mlp(torch, lib, int(opt["batch"]), int(opt.get("accumulate", "1")))
+    else:
+        losses = {"streams": streams, "train": train}[program](torch, lib)
     stats = torch.cuda.memory_stats()
     served = {"backend": torch.cuda.get_allocator_backend()}
     if allocator == "cca":
