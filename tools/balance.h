@@ -2,25 +2,31 @@
  * docs/replay.md): from recordings of the same step at two or more batch
  * sizes, the largest batch that fits a device under each configuration.
  *
- * The model, fitted on the first two recordings given:
- * - peak live bytes are linear in the batch: P(b) = a + s * b, through the
- *   two fitted recordings' peaks;
- * - a configuration's smallest device (the reserve included) at batch b is
- *   reserve + P(b) * r, r its ratio of smallest device less the reserve to
- *   peak live at the fitted recording nearer to b;
- * - with --accumulate K, a batch B runs as K micro-batches of B / K. An
- *   allocation whose size differs between the two fitted recordings is
- *   per-micro-batch (activations, inputs), one of the same size per-step
- *   (weights, gradients, optimizer state, workspaces): the recordings'
- *   allocations are paired in order where both have as many, else by size
- *   (a size both have is per-step). Peak live is then
- *   max(P(m), F + G + V(m)) for m = B / K: V(m) the per-micro-batch bytes at
- *   their last peak (linear in m, through the two recordings), F the
- *   per-step bytes live then, G the per-step bytes allocated after it and
- *   still live once the micro-batch's allocations are all freed (what is
- *   kept from one micro-batch to the next: gradients).
- * Recordings past the first two are held out: the fit's error on each is
- * reported. */
+ * Fitted on the first two recordings given (b0, b1):
+ * - peak live bytes, reported as linear in the batch: P(b) = a + s * b
+ *   through the two recordings' peaks;
+ * - the allocations told apart: one whose size differs between the two
+ *   recordings is per-micro-batch (activations, inputs), one of the same
+ *   size per-step (weights, gradients, optimizer state, workspaces). Where
+ *   both recordings make as many allocations they are paired in order
+ *   (else by size: a size both have is per-step);
+ * - paired, the step at any batch b is made from the first recording with
+ *   each per-micro-batch size moved along the line through its two
+ *   recorded sizes (balance_synth), and replayed: its peak live and its
+ *   smallest device under each configuration are replays, not estimates.
+ *   Not paired, the smallest device is reserve + P(b) * r, r the
+ *   configuration's ratio of smallest device less the reserve to peak live
+ *   at the recording nearer to b;
+ * - with --accumulate K, a batch B runs as K micro-batches of B / K: each
+ *   micro-batch window of the recording (its events from a per-micro-batch
+ *   allocation until the per-micro-batch bytes are back at their floor) is
+ *   made K times; the per-step allocations a window makes and keeps
+ *   (gradients) are made once, and in the later micro-batches made again
+ *   as a temporary freed at once (the gradient accumulated in place); the
+ *   per-step allocations it makes and frees (workspaces) are made again.
+ * Recordings past the first two are held out: recordings of what the
+ * model predicts (with --accumulate, of accumulating runs), on which the
+ * fit's error is reported. */
 #ifndef CCA_BALANCE_H
 #define CCA_BALANCE_H
 
@@ -46,24 +52,31 @@ typedef struct balance_conf {
     double ratio[2];                     /* at the two fitted recordings */
     uint64_t largest;                    /* the largest batch that fits; 0: none; UINT64_MAX: every batch */
     int64_t margin;                      /* device less what the largest batch needs */
-    uint64_t need_next;                  /* what the batch after the largest needs (a micro-batch step with K) */
-    uint64_t held_pred[BALANCE_MAX_RECS], held_min[BALANCE_MAX_RECS];
+    uint64_t need_next;                  /* what the batch after the largest needs (K more with --accumulate) */
+    uint64_t held_peak[BALANCE_MAX_RECS], held_pred[BALANCE_MAX_RECS], held_min[BALANCE_MAX_RECS];
+    char error[300];                     /* a replay of a made step failed */
 } balance_conf_t;
 
 typedef struct balance_out {
     double a, s;                         /* P(b) = a + s * b */
-    double v0, v1;                       /* V(m) = v0 + v1 * m (accumulation) */
-    uint64_t fixed_at_peak, kept;        /* F and G */
-    size_t per_step, per_micro;          /* allocations of each kind (in the first recording) */
-    int paired;                          /* 1: paired in order; 0: by size */
+    int paired;                          /* 1: paired in order, and predictions are replays of made steps */
+    size_t per_step, per_micro;          /* allocations of each kind in the first recording */
+    size_t windows;                      /* micro-batch windows in it */
+    uint64_t kept;                       /* the most per-step bytes one window keeps (gradients) */
+    unsigned char *kind;                 /* per allocation of the first recording */
+    int64_t *delta;                      /* paired: per allocation, second size less first */
     balance_conf_t conf[16];
     char error[200];
 } balance_out_t;
 
-/* 0, or -1 with out->error set (the two fitted batches equal, or no device). */
+/* The fit and the allocations told apart; not paired, also the ratio
+ * model's predictions. 0, or -1 with out->error set (the two fitted
+ * batches equal, no device, out of memory). balance_free frees it. */
 int balance_fit(const balance_in_t *in, balance_out_t *out);
-/* Predicted peak live at batch b (B with the accumulation, as fitted). */
-double balance_peak(const balance_in_t *in, const balance_out_t *out, uint64_t b);
+void balance_free(balance_out_t *out);
+/* Paired: the step at batch b (b / K per micro-batch with --accumulate K)
+ * as a trace, named after the first recording. 0, or -1 out of memory. */
+int balance_synth(const balance_in_t *in, const balance_out_t *out, uint64_t b, trace_t *t);
 void balance_print(FILE *f, const balance_in_t *in, const balance_out_t *out);
 /* Appends `, "balance": {...}` to a JSON object; jstr writes a string escaped. */
 void balance_json(FILE *f, const balance_in_t *in, const balance_out_t *out, void (*jstr)(FILE *, const char *));

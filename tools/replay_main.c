@@ -721,6 +721,86 @@ static void outcome_free(outcome_t *r)
     svg_map_free(&r->oom_map);
 }
 
+/* ---- the balance point's replays ------------------------------------------ */
+
+/* The step made at batch b, replayed under configuration k: its smallest
+ * device (0: none) and peak live. 0, or -1 with r->error set. */
+static int made_step(const opts_t *o, const balance_in_t *in, balance_out_t *bo, int k, uint64_t b, uint64_t *min_dev,
+                     uint64_t *peak)
+{
+    trace_t t;
+    balance_conf_t *r = &bo->conf[k];
+    if (balance_synth(in, bo, b, &t) != 0) {
+        snprintf(r->error, sizeof r->error, "out of host memory");
+        return -1;
+    }
+    opts_t plain = *o;
+    plain.svg = NULL;
+    outcome_t res;
+    run_one(&t, &o->confs[k], &plain, in->device, &res);
+    *min_dev = res.min_device;
+    *peak = t.peak_live_bytes;
+    trace_free(&t);
+    outcome_free(&res);
+    if (*res.error) {
+        snprintf(r->error, sizeof r->error, "%s", res.error);
+        return -1;
+    }
+    return 0;
+}
+
+/* 1: the step made at batch b fits the device under configuration k; 0 not; -1 error. */
+static int made_fits(const opts_t *o, const balance_in_t *in, balance_out_t *bo, int k, uint64_t b)
+{
+    trace_t t;
+    replay_result_t rr;
+    balance_conf_t *r = &bo->conf[k];
+    if (balance_synth(in, bo, b, &t) != 0) {
+        snprintf(r->error, sizeof r->error, "out of host memory");
+        return -1;
+    }
+    int f = try_device(&t, o->confs[k].conf, in->device, o->reserve, 1, &rr, NULL, NULL, r->error, sizeof r->error);
+    trace_free(&t);
+    return f;
+}
+
+/* Paired recordings: the largest batch (a multiple of K) whose made step
+ * fits, its margin, the next batch's need, and the held-out predictions. */
+static void predict(const opts_t *o, const balance_in_t *in, balance_out_t *bo, int k)
+{
+    balance_conf_t *r = &bo->conf[k];
+    uint64_t K = in->accumulate ? in->accumulate : 1, lo = 1, hi = 2, peak, dev;
+    int f = made_fits(o, in, bo, k, K);
+    if (f < 0)
+        return;
+    if (f == 0)
+        lo = 0;                                     /* not even one (micro-)batch of one */
+    while (lo && (f = made_fits(o, in, bo, k, hi * K)) == 1) {
+        lo = hi;
+        if (hi >= ((uint64_t)1 << 24)) {
+            r->largest = UINT64_MAX;                /* peak live does not grow with the batch */
+            return;
+        }
+        hi *= 2;
+    }
+    if (f < 0)
+        return;
+    while (lo && hi - lo > 1) {                     /* lo fits, hi does not */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((f = made_fits(o, in, bo, k, mid * K)) < 0)
+            return;
+        *(f ? &lo : &hi) = mid;
+    }
+    r->largest = lo * K;
+    if (lo && made_step(o, in, bo, k, lo * K, &dev, &peak) == 0)
+        r->margin = (int64_t)in->device - (int64_t)dev;
+    if (made_step(o, in, bo, k, (lo + 1) * K, &dev, &peak) == 0)
+        r->need_next = dev;
+    for (int i = 2; i < in->n_recs && !*r->error; i++)
+        if (made_step(o, in, bo, k, in->batch[i], &r->held_pred[i], &r->held_peak[i]) == 0)
+            r->held_min[i] = in->min_device[k][i];
+}
+
 EXPORT int cca_replay_version(void) { return REPLAY_JSON_VERSION; }
 
 static int replay_main(int argc, const char *const *argv);
@@ -806,20 +886,28 @@ static int replay_main(int argc, const char *const *argv)
             outcome_free(&res[k]);
     }
     balance_out_t bo;
+    memset(&bo, 0, sizeof bo);
     if (!rc && !failed && o.n_batches) {
         if (balance_fit(&bal, &bo) != 0)
             rc = bad("%s", bo.error);
-        else if (!o.quiet)
+        for (int k = 0; !rc && bo.paired && k < o.n_confs; k++) {
+            if (!o.quiet && L[0].t.n_events > (1u << 16))
+                fprintf(stderr, "cca-replay: the balance point: %s ...\n", o.confs[k].label);
+            predict(&o, &bal, &bo, k);
+            failed |= *bo.conf[k].error != 0;
+        }
+        if (!rc && !o.quiet)
             balance_print(stdout, &bal, &bo);
     }
     if (jf) {
         fprintf(jf, "\n]");
-        if (!rc && !failed && o.n_batches)
+        if (!rc && o.n_batches && bo.kind)
             balance_json(jf, &bal, &bo, json_str);
         fprintf(jf, "}\n");
         if (fclose(jf) != 0 && !rc)
             rc = bad("--json: cannot write %s: %s", o.json, strerror(errno));
     }
+    balance_free(&bo);
     if (svg && !rc && svg_save(svg, o.svg) != 0)
         rc = bad("--svg: cannot write %s: %s", o.svg, strerror(errno));
     else if (svg && rc)

@@ -4,7 +4,9 @@ keeps 64 MiB of weights, makes three activations of b MiB in the forward
 pass, three 16 MiB gradients in the backward pass (each activation freed
 as its gradient is made) and a 32 MiB optimizer temporary, then frees the
 gradients (zero_grad(set_to_none=True)). With accumulation, K micro-batches
-of m run forward and backward before one optimizer step."""
+of m run forward and backward before one optimizer step; after the first,
+each gradient is made as a temporary, added into the kept one and freed
+once the activation it came from is (as torch's autograd does)."""
 import os
 
 import pytest
@@ -24,10 +26,10 @@ def step_events(batch, micro=1):
             ev.append(("allocate", "a%d.%d" % (k, i), m * MiB))
         for i in reversed(range(3)):
             if k == 0:
-                ev.append(("allocate", "g%d" % i, G))
-            else:                                         # accumulated in place
-                pass
-            ev.append(("free", "a%d.%d" % (k, i), m * MiB))
+                ev += [("allocate", "g%d" % i, G), ("free", "a%d.%d" % (k, i), m * MiB)]
+            else:                                         # made again, added into g, freed with the activation
+                ev += [("allocate", "t%d.%d" % (k, i), G), ("free", "a%d.%d" % (k, i), m * MiB),
+                       ("free", "t%d.%d" % (k, i), G)]
     ev += [("allocate", "opt", OPT), ("free", "opt", OPT)]
     ev += [("free", "g%d" % i, G) for i in range(3)] + [("free", "w", W)]
     return ev
@@ -70,15 +72,21 @@ def test_peak_live_is_fitted_on_two_and_exact_on_the_held_out(steps):
         assert [h["batch"] for h in c["held_out"]] == [64, 96]
         for h in c["held_out"]:
             assert h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + G + 3 * h["batch"] * MiB
-            assert h["min_device_bytes"] == mins["step%d.csv" % h["batch"]][c["label"]]
-        # the model, from the figures it reports: the largest b with P(b) * ratio at the nearer fit <= the device
-        def need(b):
-            return (W + G + 3 * MiB * b) * c["ratio"][0 if abs(b - 32) <= abs(b - 48) else 1]
-        largest = max(b for b in range(1, 4000) if need(b) <= 1 << 30)
-        assert c["largest_batch"] == largest, c
-        assert c["margin_bytes"] == (1 << 30) - int(-(-need(largest) // 1))
-        assert c["next_batch_needs_bytes"] == int(-(-need(largest + 1) // 1)) > 1 << 30
+            # the step made at the batch is the recorded one, event for event: the same smallest device
+            assert h["predicted_min_device_bytes"] == h["min_device_bytes"] == mins["step%d.csv" % h["batch"]][c["label"]]
         assert c["ratio"][0] == (mins["step32.csv"][c["label"]]) / (W + G + 96 * MiB)
+        largest = c["largest_batch"]
+        assert 0 <= c["margin_bytes"] and c["next_batch_needs_bytes"] > 1 << 30
+        # confirmed on steps recorded (here: written) at the largest batch and the next
+        for b, fits in ((largest, True), (largest + 1, False)):
+            path = write(os.path.join(os.path.dirname(steps[32]), "x%d.csv" % b), step_events(b))
+            (t,) = cca.replay(path, device_memory="1GiB", reserve=0)["traces"]
+            (got,) = [x for x in t["configurations"] if x["label"] == c["label"]]
+            assert got["fits"] is fits, (c["label"], b, got)
+            if fits:
+                assert got["min_device_bytes"] == (1 << 30) - c["margin_bytes"]
+            else:
+                assert got["min_device_bytes"] == c["next_batch_needs_bytes"]
 
 
 def test_the_predicted_largest_batch_fits_and_the_next_recorded_does_not(steps):
@@ -99,16 +107,21 @@ def test_the_predicted_largest_batch_fits_and_the_next_recorded_does_not(steps):
 
 def test_accumulation_tells_per_step_from_per_micro_batch_and_predicts_the_accumulated_run(steps, tmp_path):
     acc = write(str(tmp_path / "acc128x2.csv"), step_events(128, micro=2))
-    # by hand: in the second micro-batch the weights and the three gradients stay while its activations peak
-    assert peak(step_events(128, micro=2)) == W + 3 * G + 3 * 64 * MiB
+    # by hand: in the second micro-batch the weights and the three gradients stay while its activations
+    # peak, and the first gradient's temporary comes on top
+    assert peak(step_events(128, micro=2)) == W + 4 * G + 3 * 64 * MiB
     out = cca.balance({32: steps[32], 48: steps[48], 128: acc}, accumulate=2, device_memory="1GiB", reserve=0)
-    mb = out["balance"]["micro_batch"]
-    assert mb == {"per_step_allocations": 5, "per_micro_batch_allocations": 3, "paired": True,
-                  "peak_intercept_bytes": 0.0, "peak_bytes_per_sample": 3.0 * MiB,
-                  "per_step_live_at_peak_bytes": W, "kept_bytes": 3 * G}
-    for c in out["balance"]["configurations"]:
+    bal = out["balance"]
+    assert {k: bal[k] for k in ("paired", "per_step_allocations", "per_micro_batch_allocations",
+                                "micro_batch_windows", "kept_bytes", "accumulate")} == {
+        "paired": True, "per_step_allocations": 5, "per_micro_batch_allocations": 3, "micro_batch_windows": 1,
+        "kept_bytes": 3 * G, "accumulate": 2}
+    mins = {t["trace"]: {c["label"]: c["min_device_bytes"] for c in t["configurations"]} for t in out["traces"]}
+    for c in bal["configurations"]:
         (h,) = c["held_out"]
-        assert h["batch"] == 128 and h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + 3 * G + 192 * MiB
+        assert h["batch"] == 128 and h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + 4 * G + 192 * MiB
+        # the made run is the recorded one, event for event: the same smallest device
+        assert h["predicted_min_device_bytes"] == h["min_device_bytes"] == mins["acc128x2.csv"][c["label"]]
         assert c["largest_batch"] % 2 == 0
     plain = cca.balance({32: steps[32], 48: steps[48]}, device_memory="1GiB", reserve=0)
     for a, p in zip(out["balance"]["configurations"], plain["balance"]["configurations"]):
@@ -139,3 +152,31 @@ def test_bad_batch_input_is_refused(steps, tmp_path):
         cca.balance({32: steps[32], -1: steps[48]}, device_memory="1GiB")
     with pytest.raises(cca.ReplayError, match="no device size"):
         cca.balance({32: steps[32], 48: steps[48]})
+
+
+def test_recordings_that_do_not_pair_fall_back_to_the_ratio_model(steps, tmp_path):
+    """One more allocation in the second recording: sizes cannot be paired in
+    order, so smallest devices are scaled from the nearer recording."""
+    base = write(str(tmp_path / "step40.csv"), step_events(40))   # sizes no per-step allocation has
+    extra = step_events(56)
+    extra.insert(1, ("allocate", "x", MiB))
+    extra.append(("free", "x", MiB))
+    odd = write(str(tmp_path / "odd56.csv"), extra)
+    out = cca.balance({40: base, 56: odd, 64: steps[64]}, device_memory="1GiB", reserve=0)
+    bal = out["balance"]
+    assert bal["paired"] is False
+    assert bal["per_micro_batch_allocations"] == 3 and bal["per_step_allocations"] == 5   # told apart by size
+    mins = {t["trace"]: {c["label"]: c["min_device_bytes"] for c in t["configurations"]} for t in out["traces"]}
+    for c in bal["configurations"]:
+        r0, r1 = c["ratio"]
+        assert r0 == mins["step40.csv"][c["label"]] / (W + G + 120 * MiB)
+        assert r1 == mins["odd56.csv"][c["label"]] / (W + G + MiB + 168 * MiB)
+        (h,) = c["held_out"]                                        # 64 is nearer 56
+        p = bal["peak_live"]["intercept_bytes"] + bal["peak_live"]["bytes_per_sample"] * 64
+        assert h["predicted_peak_live_bytes"] == round(p)
+        assert h["predicted_min_device_bytes"] == int(-(-(p * r1) // 1))
+        need = lambda b: (bal["peak_live"]["intercept_bytes"] + bal["peak_live"]["bytes_per_sample"] * b) * \
+            (r0 if abs(b - 40) <= abs(b - 56) else r1)
+        assert c["largest_batch"] == max(b for b in range(1, 4000) if need(b) <= 1 << 30)
+    with pytest.raises(cca.ReplayError, match="accumulation needs recordings of the same step that pair"):
+        cca.balance({40: base, 56: odd}, accumulate=2, device_memory="1GiB", reserve=0)

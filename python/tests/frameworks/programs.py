@@ -136,12 +136,12 @@ def mlp(torch, lib, batch, accumulate):
     (zero_grad(set_to_none=True) after each step)."""
     torch.manual_seed(0)
     nn = torch.nn
-    model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)).cuda()
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 10)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
     for step in range(2):
         for micro in range(accumulate):
-            x = torch.randn(batch // accumulate, 256, device="cuda")
+            x = torch.randn(batch // accumulate, 1024, device="cuda")
             y = torch.randint(0, 10, (batch // accumulate,), device="cuda")
             loss = nn.functional.cross_entropy(model(x), y) / accumulate
             loss.backward()
