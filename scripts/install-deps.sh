@@ -2,7 +2,7 @@
 # Installs what a fresh Debian 12 machine with the CUDA toolkit lacks to
 # build and test cca: meson, ninja, Criterion, pkg-config, a C++ compiler,
 # json-c, Python's venv (pytest itself comes from the package registry),
-# valgrind (instruction counts).
+# valgrind (instruction counts), chromium (the pictures' test opens them).
 set -euo pipefail
 need=()
 command -v meson >/dev/null 2>&1 || need+=(meson)
@@ -14,6 +14,7 @@ pkg-config --exists criterion 2>/dev/null || need+=(libcriterion-dev)
 pkg-config --exists json-c 2>/dev/null || need+=(libjson-c-dev)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     SUDO=""

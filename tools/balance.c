@@ -424,8 +424,10 @@ static const char *gib(double b, char *out, size_t len)
 {
     if (fabs(b) >= (double)((uint64_t)1 << 30))
         snprintf(out, len, "%.2f GiB", b / (double)((uint64_t)1 << 30));
-    else
+    else if (fabs(b) >= (double)((uint64_t)1 << 20) || b == 0)
         snprintf(out, len, "%.1f MiB", b / (double)((uint64_t)1 << 20));
+    else
+        snprintf(out, len, "%.1f KiB", b / 1024.0);
     return out;
 }
 

@@ -264,6 +264,28 @@ def test_segment_map_draws_one_bar_per_segment_and_one_box_per_block(tmp_path):
     check_segments(res["panels"][0], [(size, blocks) for size, _, blocks in SNAP])
 
 
+def test_svg_of_a_snapshot_pickle_draws_its_replay_and_its_segments(tmp_path):
+    """cca-replay --svg on a snapshot: the replay's timeline (its blocks live
+    at the start, no OOM on 80 GiB), then the snapshot's own segments."""
+    import pickle
+    pk = tmp_path / "snap.pickle"
+    pk.write_bytes(pickle.dumps(snapshot_dict(), protocol=4))
+    svg = str(tmp_path / "both.svg")
+    out = cca.replay(str(pk), device_memory="80GiB", reserve=0, svg=svg)
+    (t,) = out["traces"]
+    live = sum(bs for _, _, blocks in SNAP for state, bs in blocks if state != "inactive")
+    assert all(c["peak_live_bytes"] == live and c["fits"] for c in t["configurations"])
+    res = measure(svg, tmp_path)
+    assert [p["kind"] for p in res["panels"]] == ["timeline", "segmap"]
+    a = res["panels"][0]["plot"]["attrs"]
+    y0, h, top = float(a["y"]), float(a["height"]), float(a["data-max-bytes"])
+    for line in res["panels"][0]["lines"]:
+        if line["cls"] == "live":
+            assert abs(line["box"]["y"] - (y0 + h - live * h / top)) <= 1, line
+    assert res["panels"][0]["ooms"] == []
+    check_segments(res["panels"][1], [(size, blocks) for size, _, blocks in SNAP])
+
+
 def test_bad_snapshots_are_refused_and_nothing_is_written(tmp_path):
     svg = tmp_path / "x.svg"
     with pytest.raises(cca.ReplayError, match="no list of segments"):
