@@ -24,17 +24,22 @@ static uint64_t *alloc_sizes(const trace_t *t)
     return s;
 }
 
-/* kind[slot] for t (sizes a) against the other recording (sizes b): paired
- * in order when both have as many allocations, else by size. */
-static int classify(const trace_t *t, const uint64_t *a, const trace_t *u, const uint64_t *b, unsigned char *kind,
-                    int *paired)
+/* kind[slot] for t (sizes a, batch bt) against the other recording (sizes
+ * b, batch bu): paired in order when both have as many allocations and
+ * every pair that differs grows with the batch (else the two did not make
+ * the same allocations in the same order: other threads, streams), else by
+ * size. */
+static int classify(const trace_t *t, const uint64_t *a, uint64_t bt, const trace_t *u, const uint64_t *b, uint64_t bu,
+                    unsigned char *kind, int *paired)
 {
     *paired = t->n_slots == u->n_slots;
-    if (*paired) {
-        for (size_t k = 0; k < t->n_slots; k++)
-            kind[k] = a[k] == b[k] ? PER_STEP : PER_MICRO;
-        return 0;
+    for (size_t k = 0; *paired && k < t->n_slots; k++) {
+        kind[k] = a[k] == b[k] ? PER_STEP : PER_MICRO;
+        if (a[k] != b[k] && (a[k] < b[k]) != (bt < bu))
+            *paired = 0;
     }
+    if (*paired)
+        return 0;
     uint64_t *sorted = malloc((u->n_slots + 1) * sizeof *sorted);
     if (!sorted)
         return -1;
@@ -185,12 +190,12 @@ static int new_slot(maker_t *m, uint32_t *slot)
     return 0;
 }
 
-/* Frees the pending temporaries made before source event `before`. */
-static int free_temps(maker_t *m, size_t before, size_t at)
+/* Frees the pending temporaries made after source event `after` (all: SIZE_MAX as none). */
+static int free_temps(maker_t *m, size_t after, size_t at)
 {
     size_t keep = 0;
     for (size_t q = 0; q < m->n_temps; q++) {
-        if (m->temp_from[q] < before) {
+        if (after == SIZE_MAX || m->temp_from[q] > after) {
             trace_event_t f = {.slot = m->temp_slot[q], .op = TRACE_FREE};
             if (emit(m, at, f))
                 return -1;
@@ -234,7 +239,7 @@ static int repeat_window(maker_t *m, const windows_t *w, size_t k, const uint64_
             e.slot = copy[from];
             if (emit(m, i, e))
                 return -1;
-            if (e.op == TRACE_FREE && m->kind[from] == PER_MICRO && free_temps(m, w->alloc_at[from] + 1, i))
+            if (e.op == TRACE_FREE && m->kind[from] == PER_MICRO && free_temps(m, w->alloc_at[from], i))
                 return -1;
         }
     }
@@ -254,7 +259,8 @@ static int make_events(maker_t *m, const balance_in_t *in, const windows_t *w, c
         trace_event_t e = src->events[i];
         if (e.op == TRACE_ALLOC)
             e.size = size_at[e.slot];
-        rc = emit(m, i, e);
+        if (e.op != TRACE_FAILURE)                  /* what the recorded run was refused is not part of a step */
+            rc = emit(m, i, e);
         if (!rc && k < w->n && i == w->end[k]) {
             for (unsigned c = 1; c < k_micro && !rc; c++)
                 rc = repeat_window(m, w, k, size_at, copy);
@@ -280,7 +286,7 @@ int balance_synth(const balance_in_t *in, const balance_out_t *out, uint64_t b, 
         for (size_t k = 0; k < src->n_slots; k++)
             if (out->kind[k] == PER_MICRO) {
                 double v = (double)size_at[k] + (double)out->delta[k] * f;
-                size_at[k] = v < 1 ? 1 : (uint64_t)llround(v);
+                size_at[k] = v < 1 ? 1 : v > 9.0e18 ? (uint64_t)9e18 : (uint64_t)llround(v);
             }
         mk.kind = out->kind;
         mk.temp_from = malloc((src->n_events + 1) * sizeof *mk.temp_from);
@@ -320,7 +326,7 @@ static int tell_apart(const balance_in_t *in, balance_out_t *out)
     out->delta = calloc(t0->n_slots + 1, sizeof *out->delta);
     windows_t w = {0};
     int rc = -1;
-    if (a && b && out->kind && out->delta && !classify(t0, a, t1, b, out->kind, &out->paired) &&
+    if (a && b && out->kind && out->delta && !classify(t0, a, in->batch[0], t1, b, in->batch[1], out->kind, &out->paired) &&
         !find_windows(t0, out->kind, a, &w)) {
         for (size_t k = 0; out->paired && k < t0->n_slots; k++)
             out->delta[k] = (int64_t)(b[k] - a[k]);
@@ -350,8 +356,10 @@ void balance_free(balance_out_t *out)
 static double need(const balance_in_t *in, const balance_out_t *out, int c, uint64_t b)
 {
     int near = fabs((double)b - (double)in->batch[1]) < fabs((double)b - (double)in->batch[0]);
-    double p = out->a + out->s * (double)b;
-    return (double)in->reserve + (p > 0 ? p : 0) * out->conf[c].ratio[near];
+    double p = out->a + out->s * (double)b, r = out->conf[c].ratio[near];
+    if (!isfinite(r))
+        return INFINITY;                               /* that recording fits on no device */
+    return (double)in->reserve + (p > 0 ? p : 0) * r;
 }
 
 /* The largest batch whose need fits the device. */
@@ -359,9 +367,10 @@ static void largest(const balance_in_t *in, balance_out_t *out, int c)
 {
     balance_conf_t *r = &out->conf[c];
     uint64_t lo = 0, hi = 1;
-    if (need(in, out, c, 1) > (double)in->device) {
+    double first = need(in, out, c, 1);
+    if (first > (double)in->device) {
         r->largest = 0;
-        r->need_next = (uint64_t)ceil(need(in, out, c, 1));
+        r->need_next = isfinite(first) && first < 9e18 ? (uint64_t)ceil(first) : 0;
         return;
     }
     while (hi < ((uint64_t)1 << 40) && need(in, out, c, hi) <= (double)in->device)
@@ -374,9 +383,10 @@ static void largest(const balance_in_t *in, balance_out_t *out, int c)
         uint64_t mid = lo + (hi - lo) / 2;
         *(need(in, out, c, mid) <= (double)in->device ? &lo : &hi) = mid;
     }
+    double next = need(in, out, c, lo + 1);
     r->largest = lo;
     r->margin = (int64_t)in->device - (int64_t)ceil(need(in, out, c, lo));
-    r->need_next = (uint64_t)ceil(need(in, out, c, lo + 1));
+    r->need_next = isfinite(next) && next < 9e18 ? (uint64_t)ceil(next) : 0;
 }
 
 int balance_fit(const balance_in_t *in, balance_out_t *out)
@@ -412,8 +422,9 @@ int balance_fit(const balance_in_t *in, balance_out_t *out)
         largest(in, out, c);
         for (int i = 2; i < in->n_recs; i++) {
             double p = out->a + out->s * (double)in->batch[i];
-            r->held_peak[i] = p > 0 ? (uint64_t)llround(p) : 0;
-            r->held_pred[i] = (uint64_t)ceil(need(in, out, c, in->batch[i]));
+            double q = need(in, out, c, in->batch[i]);
+            r->held_peak[i] = p > 0 ? (p < 9e18 ? (uint64_t)llround(p) : (uint64_t)9e18) : 0;
+            r->held_pred[i] = isfinite(q) && q < 9e18 ? (uint64_t)ceil(q) : 0;   /* 0: fits on no device */
             r->held_min[i] = in->min_device[c][i];
         }
     }
@@ -452,29 +463,44 @@ void balance_print(FILE *f, const balance_in_t *in, const balance_out_t *out)
                    "micro-batch to the next\n", in->accumulate, in->accumulate, out->windows,
                 gib((double)out->kept, a, sizeof a));
     fprintf(f, "  %-16s %14s %12s  %s\n", "configuration", "largest batch", "margin", "the next batch");
+    int shown = -1;                                  /* the first configuration that ran, for peak live */
     for (int k = 0; k < in->n_confs; k++) {
         const balance_conf_t *r = &out->conf[k];
-        if (*r->error)
+        if (*r->error) {
             fprintf(f, "  %-16s failed: %s\n", in->label[k], r->error);
-        else if (r->largest == UINT64_MAX)
-            fprintf(f, "  %-16s %14s\n", in->label[k], "any");
-        else if (r->largest == 0)
-            fprintf(f, "  %-16s %14s %12s  %" PRIu64 " needs %s, %s over\n", in->label[k], "none", "", step,
-                    gib((double)r->need_next, c, sizeof c), gib((double)r->need_next - (double)in->device, a, sizeof a));
+            continue;
+        }
+        shown = shown < 0 ? k : shown;
+        if (r->largest == UINT64_MAX) {
+            fprintf(f, "  %-16s %14s  (fits at batch %" PRIu64 ")\n", in->label[k], "any", (uint64_t)BALANCE_MAX_BATCH);
+            continue;
+        }
+        if (r->largest)
+            fprintf(f, "  %-16s %14" PRIu64 " %12s  ", in->label[k], r->largest, gib((double)r->margin, a, sizeof a));
         else
-            fprintf(f, "  %-16s %14" PRIu64 " %12s  %" PRIu64 " needs %s, %s over\n", in->label[k], r->largest,
-                    gib((double)r->margin, a, sizeof a), r->largest + step, gib((double)r->need_next, c, sizeof c),
+            fprintf(f, "  %-16s %14s %12s  ", in->label[k], "none", "");
+        if (r->need_next)
+            fprintf(f, "%" PRIu64 " needs %s, %s over\n", r->largest + step, gib((double)r->need_next, c, sizeof c),
                     gib((double)r->need_next - (double)in->device, b, sizeof b));
+        else
+            fprintf(f, "%" PRIu64 " fits on no device\n", r->largest + step);
     }
-    for (int i = 2; i < in->n_recs; i++) {
-        double pp = (double)out->conf[0].held_peak[i], pg = (double)in->trace[i]->peak_live_bytes;
+    for (int i = 2; i < in->n_recs && shown >= 0; i++) {
+        double pp = (double)out->conf[shown].held_peak[i], pg = (double)in->trace[i]->peak_live_bytes;
         fprintf(f, "  held out: batch %" PRIu64 " (%s): peak live %s predicted, %s replayed (%+.2f%%)\n", in->batch[i],
                 in->trace[i]->name, gib(pp, a, sizeof a), gib(pg, b, sizeof b), err_pct(pp, pg));
         for (int k = 0; k < in->n_confs; k++) {
             const balance_conf_t *r = &out->conf[k];
-            fprintf(f, "    %-14s smallest device %s predicted, %s replayed (%+.2f%%)\n", in->label[k],
-                    gib((double)r->held_pred[i], a, sizeof a), gib((double)r->held_min[i], b, sizeof b),
-                    err_pct((double)r->held_pred[i], (double)r->held_min[i]));
+            if (*r->error)
+                continue;
+            if (!r->held_pred[i] || !r->held_min[i])
+                fprintf(f, "    %-14s smallest device %s predicted, %s replayed\n", in->label[k],
+                        r->held_pred[i] ? gib((double)r->held_pred[i], a, sizeof a) : "none",
+                        r->held_min[i] ? gib((double)r->held_min[i], b, sizeof b) : "none");
+            else
+                fprintf(f, "    %-14s smallest device %s predicted, %s replayed (%+.2f%%)\n", in->label[k],
+                        gib((double)r->held_pred[i], a, sizeof a), gib((double)r->held_min[i], b, sizeof b),
+                        err_pct((double)r->held_pred[i], (double)r->held_min[i]));
         }
     }
 }
@@ -532,7 +558,12 @@ void balance_json(FILE *f, const balance_in_t *in, const balance_out_t *out, voi
     jnum(f, out->a);
     fputs(", \"bytes_per_sample\": ", f);
     jnum(f, out->s);
-    fputs("}, \"configurations\": [", f);
+    fputs("}, \"per_micro_batch_rows\": [", f);              /* which: the first recording's data rows */
+    const trace_t *t0 = in->trace[0];
+    for (size_t i = 0, n = 0; i < t0->n_events; i++)
+        if (t0->events[i].op == TRACE_ALLOC && out->kind[t0->events[i].slot] == PER_MICRO)
+            fprintf(f, "%s%" PRIu32, n++ ? ", " : "", t0->row[i]);
+    fputs("], \"configurations\": [", f);
     for (int k = 0; k < in->n_confs; k++) {
         fprintf(f, "%s\n      {\"label\": ", k ? "," : "");
         jstr(f, in->label[k]);

@@ -36,6 +36,7 @@
 #include "trace.h"
 
 #define BALANCE_MAX_RECS 16
+#define BALANCE_MAX_BATCH ((uint64_t)1 << 40)   /* batches and the search stay below it */
 
 typedef struct balance_in {
     int n_recs;                          /* at least 2 */

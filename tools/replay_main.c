@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cca.h>
 #include "alloc_ops.h"
@@ -153,8 +154,10 @@ static int parse_batch(opts_t *o, const char *v)
     char *end;
     errno = 0;
     unsigned long long b = strtoull(v, &end, 10);
-    if (!eq || end != eq || eq == v || errno || b == 0 || v[0] == '-' || !eq[1])
+    if (!eq || end != eq || eq == v || errno || b == 0 || v[0] < '0' || v[0] > '9' || !eq[1])
         return bad("--batch: '%s' is not B=TRACE with B a batch size of at least 1 (e.g. --batch 32=step32.csv)", v);
+    if (b > BALANCE_MAX_BATCH)
+        return bad("--batch: batch size %llu is more than %llu", b, (unsigned long long)BALANCE_MAX_BATCH);
     if (o->n_traces > o->n_batches)
         return bad("--batch: with --batch, every trace is given as --batch B=TRACE");
     if (o->n_batches == BALANCE_MAX_RECS)
@@ -242,6 +245,8 @@ static int parse_args(int argc, const char *const *argv, opts_t *o)
         return bad("--batch: give two or more recordings at different batch sizes");
     if (o->accumulate && !o->n_batches)
         return bad("--accumulate goes with --batch");
+    if ((o->to_csv != NULL) + (o->segments_svg != NULL) + (o->svg != NULL || o->json || o->n_batches) > 1)
+        return bad("--to-csv and --segments-svg each go alone (no --svg, --json or --batch with them, nor each other)");
     if (o->only && !o->n_given)
         return bad("--only keeps the --cca configurations, and none is given");
     static const conf_t builtin[3] = {{"pytorch", ""}, {"expandable", "preset:expandable"}, {"lean", "preset:lean"}};
@@ -541,17 +546,24 @@ static void show_time(uint64_t us, char *out, size_t len)
              us / 60000000u % 60, us / 1000000u % 60, us % 1000000u);
 }
 
-static void json_str(FILE *f, const char *s)
+/* A JSON string; a byte that is not UTF-8 is written as the lone surrogate
+ * U+DC80+byte, as Python's surrogateescape reads file names (os.fsencode
+ * gives the bytes back). */
+static void json_str(FILE *f, const char *str)
 {
+    const unsigned char *s = (const unsigned char *)str;
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
+    while (*s) {
+        int n = svg_utf8_len(s);
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if (*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else if (n == 0)
+            fprintf(f, "\\u%04x", 0xdc00 + *s);
         else
-            fputc(ch, f);
+            fwrite(s, 1, (size_t)n, f);
+        s += n ? n : 1;
     }
     fputc('"', f);
 }
@@ -661,6 +673,12 @@ static int snapshot_panels(svg_doc_t *d, const char *path, int device)
     free(buf);
     if (r != 0)
         return bad("%s: %s", path, err);
+    if (n == 0 && device < 0) {                       /* a snapshot with no segments: a panel that says so */
+        svg_segmap_t none = {0};
+        const char *base = strrchr(path, '/');
+        snprintf(title, sizeof title, "%s: no segments", base ? base + 1 : path);
+        svg_segments(d, title, &none);
+    }
     for (size_t k = 0; k < n; k++)
         if (device < 0 || maps[k].device == device) {
             const char *base = strrchr(path, '/');
@@ -699,7 +717,8 @@ static int trace_panels(svg_doc_t *d, const opts_t *o, const loaded_t *l, uint64
     for (int k = 0; k < o->n_confs; k++)
         if (!*res[k].error && res[k].series.n)
             lines[n++] = (svg_line_t){o->confs[k].label, &res[k].series,
-                                      res[k].fits == 0 ? (long long)res[k].first_oom : -1};
+                                      res[k].fits == 0 ? (long long)res[k].first_oom : -1,
+                                      (long long)res[k].oom_event, k};
     if (device)
         snprintf(title, sizeof title, "%s: bytes over the run on a %s device", l->t.name, show_size(device, a, sizeof a));
     else
@@ -764,38 +783,55 @@ static int made_fits(const opts_t *o, const balance_in_t *in, balance_out_t *bo,
     return f;
 }
 
+/* The largest m with the made step at m * K fitting, searched from 1 by
+ * doubling then halving (lo fits, hi does not): 0 none, -1 error, and
+ * UINT64_MAX where it still fits at BALANCE_MAX_BATCH. */
+static int64_t search_batch(const opts_t *o, const balance_in_t *in, balance_out_t *bo, int k, uint64_t K,
+                            uint64_t *largest)
+{
+    uint64_t lo = 1, hi = 2, cap = BALANCE_MAX_BATCH / K;
+    int f = made_fits(o, in, bo, k, K);
+    if (f <= 0) {
+        *largest = 0;
+        return f;
+    }
+    while ((f = made_fits(o, in, bo, k, (hi < cap ? hi : cap) * K)) == 1) {
+        if (hi >= cap) {
+            *largest = UINT64_MAX;
+            return 1;
+        }
+        lo = hi;
+        hi *= 2;
+    }
+    hi = hi < cap ? hi : cap;
+    while (f >= 0 && hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((f = made_fits(o, in, bo, k, mid * K)) >= 0)
+            *(f ? &lo : &hi) = mid;
+    }
+    *largest = lo;
+    return f < 0 ? -1 : 1;
+}
+
 /* Paired recordings: the largest batch (a multiple of K) whose made step
- * fits, its margin, the next batch's need, and the held-out predictions. */
+ * fits, its margin, the next batch's need, and the held-out predictions.
+ * Where the made step fits even at BALANCE_MAX_BATCH, the largest is
+ * "any" (UINT64_MAX). */
 static void predict(const opts_t *o, const balance_in_t *in, balance_out_t *bo, int k)
 {
     balance_conf_t *r = &bo->conf[k];
-    uint64_t K = in->accumulate ? in->accumulate : 1, lo = 1, hi = 2, peak, dev;
-    int f = made_fits(o, in, bo, k, K);
-    if (f < 0)
+    uint64_t K = in->accumulate ? in->accumulate : 1, m, peak, dev;
+    if (search_batch(o, in, bo, k, K, &m) < 0)
         return;
-    if (f == 0)
-        lo = 0;                                     /* not even one (micro-)batch of one */
-    while (lo && (f = made_fits(o, in, bo, k, hi * K)) == 1) {
-        lo = hi;
-        if (hi >= ((uint64_t)1 << 24)) {
-            r->largest = UINT64_MAX;                /* peak live does not grow with the batch */
-            return;
-        }
-        hi *= 2;
+    if (m == UINT64_MAX) {
+        r->largest = UINT64_MAX;
+    } else {
+        r->largest = m * K;
+        if (m && made_step(o, in, bo, k, m * K, &dev, &peak) == 0)
+            r->margin = (int64_t)in->device - (int64_t)dev;
+        if (!*r->error && made_step(o, in, bo, k, (m + 1) * K, &dev, &peak) == 0)
+            r->need_next = dev;                     /* 0: fits on no device */
     }
-    if (f < 0)
-        return;
-    while (lo && hi - lo > 1) {                     /* lo fits, hi does not */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if ((f = made_fits(o, in, bo, k, mid * K)) < 0)
-            return;
-        *(f ? &lo : &hi) = mid;
-    }
-    r->largest = lo * K;
-    if (lo && made_step(o, in, bo, k, lo * K, &dev, &peak) == 0)
-        r->margin = (int64_t)in->device - (int64_t)dev;
-    if (made_step(o, in, bo, k, (lo + 1) * K, &dev, &peak) == 0)
-        r->need_next = dev;
     for (int i = 2; i < in->n_recs && !*r->error; i++)
         if (made_step(o, in, bo, k, in->batch[i], &r->held_pred[i], &r->held_peak[i]) == 0)
             r->held_min[i] = in->min_device[k][i];
@@ -834,8 +870,13 @@ static int replay_main(int argc, const char *const *argv)
         return bad("needs the simulated device (this build replays on a real GPU's runtime)");
     loaded_t *L = NULL;
     int n = 0;
-    for (int i = 0; i < o.n_traces && !rc; i++)
+    for (int i = 0; i < o.n_traces && !rc; i++) {
+        int before = n;
         rc = load(o.traces[i], &L, &n);
+        if (!rc && o.n_batches && n - before != 1)
+            rc = bad("--batch %" PRIu64 "=%s: %d devices in it; a recording is one device's (cca-replay --to-csv "
+                     "DIR %s first)", o.batch[i], o.traces[i], n - before, o.traces[i]);
+    }
     FILE *jf = NULL;
     if (!rc && o.json && !(jf = fopen(o.json, "w")))
         rc = bad("--json: cannot write %s: %s", o.json, strerror(errno));
@@ -846,11 +887,17 @@ static int replay_main(int argc, const char *const *argv)
         fprintf(jf, "{\"version\": %d, \"reserve_bytes\": %" PRIu64 ", \"device_memory_bytes\": %s, \"traces\": [",
                 REPLAY_JSON_VERSION, o.reserve, dm);
     }
-    if (!rc && o.n_batches && n != o.n_batches)
-        rc = bad("--batch: a recording names one device (a snapshot of several: cca-replay --to-csv DIR first)");
     svg_doc_t *svg = NULL;
     if (!rc && o.svg && !(svg = svg_open()))
         rc = bad("out of host memory");
+    if (svg && !rc) {                                 /* an unwritable path said before the replays, not after */
+        int existed = access(o.svg, F_OK) == 0;
+        FILE *probe = fopen(o.svg, "a");
+        if (!probe)
+            rc = bad("--svg: cannot write %s: %s", o.svg, strerror(errno));
+        else if (fclose(probe) == 0 && !existed)
+            remove(o.svg);
+    }
     balance_in_t bal = {.n_recs = n, .n_confs = o.n_confs, .device = o.device_memory, .reserve = o.reserve,
                         .accumulate = o.accumulate ? o.accumulate : 1};
     int all_fit = 1, failed = 0;
@@ -869,8 +916,10 @@ static int replay_main(int argc, const char *const *argv)
             run_one(&L[i].t, &o.confs[k], &o, device, &res[k]);
             all_fit &= res[k].fits != 0;
             failed |= *res[k].error != 0;
-            bal.label[k] = o.confs[k].label;
-            bal.min_device[k][i] = res[k].min_device;
+            if (o.n_batches) {
+                bal.label[k] = o.confs[k].label;
+                bal.min_device[k][i] = res[k].min_device;
+            }
         }
         if (svg)
             rc = trace_panels(svg, &o, &L[i], device, res);

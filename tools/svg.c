@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WIDTH 960
 #define PLOT_X 90
@@ -48,8 +49,9 @@ void svg_discard(svg_doc_t *d)
 
 int svg_save(svg_doc_t *d, const char *path)
 {
-    int ok = fflush(d->body) == 0;
-    FILE *f = ok ? fopen(path, "w") : NULL;
+    char tmp[4200];
+    int ok = fflush(d->body) == 0 && snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) < (int)sizeof tmp;
+    FILE *f = ok ? fopen(tmp, "w") : NULL;
     if (f) {
         fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -59,6 +61,12 @@ int svg_save(svg_doc_t *d, const char *path)
         ok = fwrite(d->buf, 1, d->len, f) == d->len;
         ok = fputs("</svg>\n", f) >= 0 && ok;
         ok = fclose(f) == 0 && ok;
+        ok = ok && rename(tmp, path) == 0;     /* the picture whole, or none */
+        if (!ok) {
+            int e = errno;
+            remove(tmp);
+            errno = e;
+        }
     }
     int e = errno;
     svg_discard(d);
@@ -66,17 +74,41 @@ int svg_save(svg_doc_t *d, const char *path)
     return f && ok ? 0 : -1;
 }
 
-/* Text with &, < and > (and quotes, for attributes) escaped. */
-static void text(FILE *f, const char *s)
+int svg_utf8_len(const unsigned char *s)
 {
-    for (; *s; s++)
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
+    if (s[0] < 0x80)
+        return 1;
+    int n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+        (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+        return 0;
+    return n;
+}
+
+/* Text as XML allows it in content and attributes: &, <, > and quotes
+ * escaped, control characters and bytes that are not UTF-8 shown as '?'. */
+static void text(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        int n = svg_utf8_len(s);
+        if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else if (n == 0 || *s < 0x20)
+            fputc('?', f);
+        else
+            fwrite(s, 1, (size_t)n, f);
+        s += n ? n : 1;
+    }
 }
 
 static const char *size_text(uint64_t b, char *out, size_t len)
@@ -115,7 +147,7 @@ static uint64_t nice_ceiling(uint64_t b)
     static const int steps[] = {1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 160, 200, 256,
                                 320, 400, 512, 640, 800, 1024};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if ((uint64_t)steps[i] * unit >= b)
+        if (unit <= UINT64_MAX / 1024 && (uint64_t)steps[i] * unit >= b)
             return (uint64_t)steps[i] * unit;
     return b;
 }
@@ -189,7 +221,7 @@ static void legend(FILE *f, const frame_t *fr, const svg_line_t *l, int k, int y
             size_text(series_peak(l->series, l->series->reserved), a, sizeof a),
             size_text(series_peak(l->series, l->series->live), b, sizeof b));
     if (l->oom_event >= 0)
-        fprintf(f, "; out of memory at event %lld", l->oom_event);
+        fprintf(f, "; out of memory at event %lld", l->oom_row);
     fputs("</text>\n", f);
 }
 
@@ -204,7 +236,8 @@ void svg_timeline(svg_doc_t *d, const char *title, size_t n_events, uint64_t dev
         fr.max_bytes = r > fr.max_bytes ? r : fr.max_bytes;
         fr.max_bytes = l > fr.max_bytes ? l : fr.max_bytes;
     }
-    fr.max_bytes = nice_ceiling(fr.max_bytes ? fr.max_bytes + fr.max_bytes / 20 : 1);
+    uint64_t room = fr.max_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : fr.max_bytes;   /* no wrap below */
+    fr.max_bytes = nice_ceiling(room ? room + room / 20 : 1);
     fprintf(f, "<g class=\"timeline\">\n<text x=\"%d\" y=\"%d\" font-size=\"14\" font-weight=\"bold\">", MAP_X,
             d->height + 24);
     text(f, title);
@@ -219,17 +252,18 @@ void svg_timeline(svg_doc_t *d, const char *title, size_t n_events, uint64_t dev
                 fr.x, y, fr.x + fr.w, y, fr.x + fr.w - 4, y - 4, size_text(device_bytes, s, sizeof s));
     }
     for (int k = 0; k < n_lines; k++) {
-        polyline(f, &fr, lines[k].series, lines[k].series->reserved, "reserved", lines[k].label, colours[k % 8]);
-        polyline(f, &fr, lines[k].series, lines[k].series->live, "live", lines[k].label, colours[k % 8]);
+        const char *colour = colours[lines[k].colour % 8];
+        polyline(f, &fr, lines[k].series, lines[k].series->reserved, "reserved", lines[k].label, colour);
+        polyline(f, &fr, lines[k].series, lines[k].series->live, "live", lines[k].label, colour);
         if (lines[k].oom_event >= 0) {
             double x = fx(&fr, (double)lines[k].oom_event);
             fprintf(f, "<line class=\"oom\" data-conf=\"");
             text(f, lines[k].label);
-            fprintf(f, "\" data-event=\"%lld\" x1=\"%.2f\" y1=\"%.0f\" x2=\"%.2f\" y2=\"%.0f\" stroke=\"%s\" "
-                       "stroke-width=\"2\" stroke-dasharray=\"2 2\"/>"
+            fprintf(f, "\" data-event=\"%lld\" data-row=\"%lld\" x1=\"%.2f\" y1=\"%.0f\" x2=\"%.2f\" "
+                       "y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"2 2\"/>"
                        "<text x=\"%.2f\" y=\"%.0f\" fill=\"%s\">OOM</text>\n",
-                    lines[k].oom_event, x, fr.y, x, fr.y + fr.h, colours[k % 8], x + 3, fr.y + 14 + 13.0 * (k % 4),
-                    colours[k % 8]);
+                    lines[k].oom_event, lines[k].oom_row, x, fr.y, x, fr.y + fr.h, colour, x + 3,
+                    fr.y + 14 + 13.0 * (k % 4), colour);
         }
     }
     int y = (int)(fr.y + fr.h) + 56;

@@ -20,6 +20,7 @@ import ctypes
 import json
 import os
 import pickle
+import shutil
 import tempfile
 import threading
 
@@ -185,14 +186,16 @@ def balance(batches, device_memory=None, reserve="512MiB", accumulate=None, conf
     order they are fitted ({8: "step8.csv", 16: "step16.csv", 32:
     "step32.csv"}: fitted on 8 and 16, 32 held out). Returns
     ``replay``'s dict with "balance": {"device_memory_bytes",
-    "accumulate", "fitted", "peak_live": {"intercept_bytes",
+    "accumulate", "fitted", "paired", "per_step_allocations",
+    "per_micro_batch_allocations", "per_micro_batch_rows" (the first
+    recording's data rows of the per-micro-batch ones),
+    "micro_batch_windows", "kept_bytes", "peak_live": {"intercept_bytes",
     "bytes_per_sample"}, "configurations": [{"label", "ratio",
     "largest_batch", "any_batch", "margin_bytes", "next_batch_needs_bytes",
     "held_out": [{"batch", "predicted_peak_live_bytes", "peak_live_bytes",
-    "predicted_min_device_bytes", "min_device_bytes"}]}]} and, with
-    ``accumulate`` K (a batch run as K micro-batches), "micro_batch": the
-    allocations told per-step and per-micro-batch and the fitted figures.
-    The model: docs/replay.md."""
+    "predicted_min_device_bytes", "min_device_bytes"}]}]}.
+    ``accumulate`` K: a batch runs as K micro-batches (held-out
+    recordings are then of such runs). The model: docs/replay.md."""
     if not isinstance(batches, dict) or len(batches) < 2:
         raise TypeError("cca.balance: batches is a dict {batch size: recording} with two or more entries")
     args = []
@@ -228,16 +231,16 @@ def plot_segments(snapshot, path):
             raise ReplayError("cca.plot_segments: the snapshot dict has no list of segments")
         tmp = tempfile.mkdtemp()
         src = os.path.join(tmp, "snapshot")                # the name the picture's titles give it
-        with open(src, "wb") as f:
-            pickle.dump({"segments": list(segs), "device_traces": []}, f, protocol=4)
     else:
         src = os.fsdecode(os.fspath(snapshot))
     try:
+        if tmp:
+            with open(src, "wb") as f:
+                pickle.dump({"segments": list(segs), "device_traces": []}, f, protocol=4)
         rc, _, text = _run(["--segments-svg", os.fsdecode(os.fspath(path)), "--quiet", src])
     finally:
         if tmp:
-            os.unlink(src)
-            os.rmdir(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
     if rc != 0:
         raise ReplayError(text.replace("cca-replay: ", "cca.plot_segments: ", 1) or "cca.plot_segments: failed")
 

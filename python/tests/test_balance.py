@@ -1,12 +1,14 @@
 """The batch-size balance point (cca.balance, cca-replay --batch) on
 synthetic training steps whose peaks this test computes: a step at batch b
 keeps 64 MiB of weights, makes three activations of b MiB in the forward
-pass, three 16 MiB gradients in the backward pass (each activation freed
-as its gradient is made) and a 32 MiB optimizer temporary, then frees the
-gradients (zero_grad(set_to_none=True)). With accumulation, K micro-batches
-of m run forward and backward before one optimizer step; after the first,
-each gradient is made as a temporary, added into the kept one and freed
-once the activation it came from is (as torch's autograd does)."""
+pass; in the backward pass, per layer, a 16 MiB weight gradient and a b MiB
+input gradient (the previous layer's input gradient and the activation then
+freed); then a 32 MiB optimizer temporary, and the gradients are freed
+(zero_grad(set_to_none=True)). With accumulation, K micro-batches of m run
+forward and backward before one optimizer step; after the first, each
+weight gradient is made as a temporary, added into the kept one and freed
+with the first input of its backward step that is freed after it (as
+torch's autograd does)."""
 import os
 
 import pytest
@@ -25,11 +27,14 @@ def step_events(batch, micro=1):
         for i in range(3):
             ev.append(("allocate", "a%d.%d" % (k, i), m * MiB))
         for i in reversed(range(3)):
-            if k == 0:
-                ev += [("allocate", "g%d" % i, G), ("free", "a%d.%d" % (k, i), m * MiB)]
-            else:                                         # made again, added into g, freed with the activation
-                ev += [("allocate", "t%d.%d" % (k, i), G), ("free", "a%d.%d" % (k, i), m * MiB),
-                       ("free", "t%d.%d" % (k, i), G)]
+            made = ("allocate", "g%d" % i, G) if k == 0 else ("allocate", "t%d.%d" % (k, i), G)
+            ev += [made, ("allocate", "d%d.%d" % (k, i), m * MiB)]
+            inputs = ([("free", "d%d.%d" % (k, i + 1), m * MiB)] if i < 2 else []) + \
+                [("free", "a%d.%d" % (k, i), m * MiB)]
+            if k > 0:                                     # the temporary goes with the first input freed
+                inputs.insert(1, ("free", "t%d.%d" % (k, i), G))
+            ev += inputs
+        ev.append(("free", "d%d.0" % k, m * MiB))
     ev += [("allocate", "opt", OPT), ("free", "opt", OPT)]
     ev += [("free", "g%d" % i, G) for i in range(3)] + [("free", "w", W)]
     return ev
@@ -60,21 +65,22 @@ def steps(tmp_path):
 
 
 def test_peak_live_is_fitted_on_two_and_exact_on_the_held_out(steps):
-    for b in steps:                                      # the first gradient made, no activation freed yet
-        assert peak(step_events(b)) == W + 3 * b * MiB + G
+    for b in steps:                                      # layer 1's gradients made, a0, a1 and d2 live
+        assert peak(step_events(b)) == W + 2 * G + 4 * b * MiB
     out = cca.balance({32: steps[32], 48: steps[48], 64: steps[64], 96: steps[96]}, device_memory="1GiB", reserve=0)
     bal = out["balance"]
     assert bal["fitted"] == [32, 48] and bal["accumulate"] == 1
-    assert bal["peak_live"] == {"intercept_bytes": W + G, "bytes_per_sample": 3 * MiB}
+    assert bal["per_micro_batch_rows"] == [1, 2, 3, 5, 8, 12]         # activations, input gradients
+    assert bal["peak_live"] == {"intercept_bytes": W + 2 * G, "bytes_per_sample": 4 * MiB}
     assert [c["label"] for c in bal["configurations"]] == ["pytorch", "expandable", "lean"]
     mins = {t["trace"]: {c["label"]: c["min_device_bytes"] for c in t["configurations"]} for t in out["traces"]}
     for c in bal["configurations"]:
         assert [h["batch"] for h in c["held_out"]] == [64, 96]
         for h in c["held_out"]:
-            assert h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + G + 3 * h["batch"] * MiB
+            assert h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + 2 * G + 4 * h["batch"] * MiB
             # the step made at the batch is the recorded one, event for event: the same smallest device
             assert h["predicted_min_device_bytes"] == h["min_device_bytes"] == mins["step%d.csv" % h["batch"]][c["label"]]
-        assert c["ratio"][0] == (mins["step32.csv"][c["label"]]) / (W + G + 96 * MiB)
+        assert c["ratio"][0] == (mins["step32.csv"][c["label"]]) / (W + 2 * G + 128 * MiB)
         largest = c["largest_batch"]
         assert 0 <= c["margin_bytes"] and c["next_batch_needs_bytes"] > 1 << 30
         # confirmed on steps recorded (here: written) at the largest batch and the next
@@ -107,19 +113,19 @@ def test_the_predicted_largest_batch_fits_and_the_next_recorded_does_not(steps):
 
 def test_accumulation_tells_per_step_from_per_micro_batch_and_predicts_the_accumulated_run(steps, tmp_path):
     acc = write(str(tmp_path / "acc128x2.csv"), step_events(128, micro=2))
-    # by hand: in the second micro-batch the weights and the three gradients stay while its activations
-    # peak, and the first gradient's temporary comes on top
-    assert peak(step_events(128, micro=2)) == W + 4 * G + 3 * 64 * MiB
+    # by hand: in the second micro-batch the three gradients stay while its activations and input
+    # gradients peak, with layer 1's temporary on top
+    assert peak(step_events(128, micro=2)) == W + 4 * G + 4 * 64 * MiB
     out = cca.balance({32: steps[32], 48: steps[48], 128: acc}, accumulate=2, device_memory="1GiB", reserve=0)
     bal = out["balance"]
     assert {k: bal[k] for k in ("paired", "per_step_allocations", "per_micro_batch_allocations",
                                 "micro_batch_windows", "kept_bytes", "accumulate")} == {
-        "paired": True, "per_step_allocations": 5, "per_micro_batch_allocations": 3, "micro_batch_windows": 1,
+        "paired": True, "per_step_allocations": 5, "per_micro_batch_allocations": 6, "micro_batch_windows": 1,
         "kept_bytes": 3 * G, "accumulate": 2}
     mins = {t["trace"]: {c["label"]: c["min_device_bytes"] for c in t["configurations"]} for t in out["traces"]}
     for c in bal["configurations"]:
         (h,) = c["held_out"]
-        assert h["batch"] == 128 and h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + 4 * G + 192 * MiB
+        assert h["batch"] == 128 and h["predicted_peak_live_bytes"] == h["peak_live_bytes"] == W + 4 * G + 256 * MiB
         # the made run is the recorded one, event for event: the same smallest device
         assert h["predicted_min_device_bytes"] == h["min_device_bytes"] == mins["acc128x2.csv"][c["label"]]
         assert c["largest_batch"] % 2 == 0
@@ -142,6 +148,10 @@ def test_bad_batch_input_is_refused(steps, tmp_path):
         ([steps[32], "--accumulate", "2"], "--accumulate goes with --batch"),
         (["--batch", "32=" + steps[32], "--batch", "48=" + steps[48], "--accumulate", "0"], "from 1 to 4096"),
         (["--batch", "32=" + steps[32], "--batch", "48=" + steps[48]], "no device size"),
+        (["--batch", "+32=" + steps[32], "--batch", "48=" + steps[48]], "not B=TRACE"),
+        (["--batch", "32=" + steps[32], "--batch", "48=" + steps[48], "--to-csv", "/tmp"], "each go alone"),
+        ([steps[32], "--svg", "/tmp/x.svg", "--segments-svg", "/tmp/y.svg"], "each go alone"),
+        ([steps[32], "--svg", "/nonexistent-dir/x.svg"], "--svg: cannot write /nonexistent-dir/x.svg"),
     ]
     for args, msg in cases:
         p = subprocess.run([exe] + args, capture_output=True, text=True, timeout=120)
@@ -165,12 +175,12 @@ def test_recordings_that_do_not_pair_fall_back_to_the_ratio_model(steps, tmp_pat
     out = cca.balance({40: base, 56: odd, 64: steps[64]}, device_memory="1GiB", reserve=0)
     bal = out["balance"]
     assert bal["paired"] is False
-    assert bal["per_micro_batch_allocations"] == 3 and bal["per_step_allocations"] == 5   # told apart by size
+    assert bal["per_micro_batch_allocations"] == 6 and bal["per_step_allocations"] == 5   # told apart by size
     mins = {t["trace"]: {c["label"]: c["min_device_bytes"] for c in t["configurations"]} for t in out["traces"]}
     for c in bal["configurations"]:
         r0, r1 = c["ratio"]
-        assert r0 == mins["step40.csv"][c["label"]] / (W + G + 120 * MiB)
-        assert r1 == mins["odd56.csv"][c["label"]] / (W + G + MiB + 168 * MiB)
+        assert r0 == mins["step40.csv"][c["label"]] / peak(step_events(40))
+        assert r1 == mins["odd56.csv"][c["label"]] / peak(extra)
         (h,) = c["held_out"]                                        # 64 is nearer 56
         p = bal["peak_live"]["intercept_bytes"] + bal["peak_live"]["bytes_per_sample"] * 64
         assert h["predicted_peak_live_bytes"] == round(p)
@@ -180,3 +190,45 @@ def test_recordings_that_do_not_pair_fall_back_to_the_ratio_model(steps, tmp_pat
         assert c["largest_batch"] == max(b for b in range(1, 4000) if need(b) <= 1 << 30)
     with pytest.raises(cca.ReplayError, match="accumulation needs recordings of the same step that pair"):
         cca.balance({40: base, 56: odd}, accumulate=2, device_memory="1GiB", reserve=0)
+
+
+def test_edge_cases_of_the_balance_point(steps, tmp_path):
+    import pickle
+    # a step that does not grow with the batch fits any batch; the held-out one is still predicted
+    flat = {b: write(str(tmp_path / ("flat%d.csv" % b)), [e for e in step_events(8)]) for b in (8, 16, 32)}
+    out = cca.balance(flat, device_memory="1GiB", reserve=0)
+    for c in out["balance"]["configurations"]:
+        assert c["any_batch"] is True and c["largest_batch"] is None
+        (h,) = c["held_out"]
+        assert h["predicted_min_device_bytes"] == h["min_device_bytes"] > 0
+    # a refused request in the recordings is not part of the step
+    def with_failure(b):
+        ev = step_events(b)
+        path = write(str(tmp_path / ("fail%d.csv" % b)), ev)
+        with open(path, "a") as f:
+            f.write("0,00:00:01.000000,allocate failure,(nil),%d,0\n" % (8 << 30))
+        return path
+    plain = cca.balance({32: steps[32], 48: steps[48]}, device_memory="1GiB", reserve=0)
+    failed = cca.balance({32: with_failure(32), 48: with_failure(48)}, device_memory="1GiB", reserve=0)
+    assert [c["largest_batch"] for c in failed["balance"]["configurations"]] == \
+        [c["largest_batch"] for c in plain["balance"]["configurations"]]
+    # the same allocations in another order are not paired in order: told apart by size
+    ev = step_events(48)
+    i, j = ev.index(("allocate", "g2", G)), ev.index(("allocate", "d0.2", 48 * MiB))
+    ev[i], ev[j] = ev[j], ev[i]                                      # a gradient where an activation was
+    out = cca.balance({32: steps[32], 48: write(str(tmp_path / "reordered.csv"), ev)}, device_memory="1GiB", reserve=0)
+    assert out["balance"]["paired"] is False
+    # a snapshot of two devices is not one recording
+    segs = [{"device": d, "address": (d + 1) << 40, "total_size": 2 * MiB, "stream": 0, "segment_type": "large",
+             "blocks": [{"size": 2 * MiB, "state": "active_allocated"}]} for d in (0, 1)]
+    two = tmp_path / "two.pickle"
+    two.write_bytes(pickle.dumps({"segments": segs, "device_traces": [[], []]}, protocol=4))
+    with pytest.raises(cca.ReplayError, match="2 devices in it"):
+        cca.balance({8: str(two), 16: steps[32]}, device_memory="1GiB")
+    with pytest.raises(cca.ReplayError, match="is more than"):
+        cca.balance({(1 << 40) + 1: steps[32], 16: steps[48]}, device_memory="1GiB")
+
+
+def test_many_traces_in_one_replay(steps):
+    out = cca.replay([steps[32]] * 20, device_memory="1GiB", reserve=0)
+    assert len(out["traces"]) == 20 and len({t["configurations"][0]["min_device_bytes"] for t in out["traces"]}) == 1

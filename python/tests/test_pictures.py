@@ -299,3 +299,29 @@ def test_bad_snapshots_are_refused_and_nothing_is_written(tmp_path):
     with pytest.raises(cca.ReplayError, match="unknown state 'haunted'"):
         cca.plot_segments(bad, str(svg))
     assert not svg.exists()
+
+
+def test_segment_map_of_this_process_from_cca_memory_snapshot(tmp_path, sim):
+    """cca.plot_segments(cca.memory_snapshot()): the live allocator's own
+    segments, one bar each, a box per block, in the order the snapshot lists them."""
+    import ctypes
+    from cca import _core, _lib
+    dev = sim.fresh_device()
+    a, lib, held = _core.allocator(dev), _lib.lib(), []
+    for size in (3 * MiB, 30 * MiB, 700 * 1024, 12 * MiB):
+        p = ctypes.c_void_p()
+        assert lib.cca_malloc(a, ctypes.byref(p), size, None) == 0
+        held.append(p)
+    lib.cca_free(a, held.pop(1))                                         # a hole
+    try:
+        segs = [s for s in cca.memory_snapshot() if s["device"] == dev]
+        assert len(segs) >= 3
+        svg = str(tmp_path / "mine.svg")
+        cca.plot_segments(segs, svg)
+        res = measure(svg, tmp_path)
+        want = [(s["total_size"], [(b["state"], b["size"]) for b in s["blocks"]]) for s in segs]
+        check_segments(res["panels"][0], want)
+        assert drawn_fraction(svg, tmp_path) >= 0.01
+    finally:
+        for p in held:
+            lib.cca_free(a, p)

@@ -143,3 +143,20 @@ def test_the_engine_exports_only_its_own_names():
     out = os.popen("nm -D --defined-only '%s'" % path).read().split("\n")
     names = sorted({ln.split()[-1] for ln in out if ln.strip() and ln.split()[1] in "TtDdBbRrWwVv"})
     assert names and all(n.startswith("cca_replay_") for n in names), names
+
+
+def test_svg_is_well_formed_whatever_the_names(tmp_path):
+    """Labels and file names with markup, control characters and bytes that
+    are not UTF-8 still give an SVG an XML parser reads."""
+    import xml.etree.ElementTree as ET
+    name = os.fsdecode(b"r\xff<&>\"un.csv")
+    path = tmp_path / name
+    path.write_text("Thread,Time,Action,Pointer,Size,Stream\n0,00:00:00.000000,allocate,0x10,1048576,0\n"
+                    "0,00:00:00.000001,free,0x10,1048576,0\n")
+    svg = tmp_path / "w.svg"
+    out = cca.replay(str(path), device_memory="1GiB", reserve=0, configs={"a\x01<b>&\"c": ""}, svg=str(svg))
+    assert out["traces"][0]["file"] == str(path)                         # the bytes back, as surrogates
+    root = ET.parse(str(svg)).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    labels = {e.get("data-conf") for e in root.iter() if e.get("data-conf")}
+    assert labels == {"pytorch", "expandable", "lean", "a?<b>&\"c"}
