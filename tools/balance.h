@@ -20,10 +20,17 @@
  * - with --accumulate K, a batch B runs as K micro-batches of B / K: each
  *   micro-batch window of the recording (its events from a per-micro-batch
  *   allocation until the per-micro-batch bytes are back at their floor) is
- *   made K times; the per-step allocations a window makes and keeps
- *   (gradients) are made once, and in the later micro-batches made again
- *   as a temporary freed at once (the gradient accumulated in place); the
- *   per-step allocations it makes and frees (workspaces) are made again.
+ *   made K times; what a window makes and keeps (gradients) is made once,
+ *   and in the later micro-batches made again as a temporary (the gradient
+ *   added into the kept one) freed with the first per-micro-batch
+ *   allocation made before it that is freed after it (an input its
+ *   backward step saved), else at the window's end; what a window makes
+ *   and frees (workspaces, activations) is made again;
+ * - a made step leaves out the recording's refused requests ("allocate
+ *   failure"); the largest batch is searched by doubling then halving, a
+ *   replay per try, up to BALANCE_MAX_BATCH ("any" where it still fits
+ *   there); margins are as fine as the smallest-device search (1 MiB or
+ *   0.05%).
  * Recordings past the first two are held out: recordings of what the
  * model predicts (with --accumulate, of accumulating runs), on which the
  * fit's error is reported. */
