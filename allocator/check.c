@@ -107,12 +107,9 @@ static cca_status_t check_order(const cca_stats_t *s)
     return CCA_OK;
 }
 
-static cca_status_t check_locked(cca_allocator_t *a)
+/* The stream records: the list, the retired husks, each free bin's count. */
+static cca_status_t check_streams(cca_allocator_t *a, walk_t *w)
 {
-    walk_t w = { 0 };
-    cca_status_t st;
-    for (cca_segment_t *s = a->segments; s; s = s->next)
-        if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
     size_t n_streams = 0;
     for (cca_stream_t *s = a->streams; s; s = s->next, n_streams++) {
         CHECK(s->free[CCA_POOL_SMALL] && s->free[CCA_POOL_LARGE] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
@@ -124,12 +121,19 @@ static cca_status_t check_locked(cca_allocator_t *a)
         CHECK(!s->free[CCA_POOL_SMALL] && !s->live.slots, "a retired record kept its bins or map");
     for (cca_stream_t *s = a->streams; s; s = s->next)
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) {
-            size_t before = w.tree_blocks;
-            _cca_bins_visit(s->free[p], check_count_tree, &w.tree_blocks);
-            CHECK(w.tree_blocks - before == s->free[p]->count, "free-bin count %zu, %zu blocks in the bins",
-                  s->free[p]->count, w.tree_blocks - before);
+            size_t before = w->tree_blocks;
+            _cca_bins_visit(s->free[p], check_count_tree, &w->tree_blocks);
+            CHECK(w->tree_blocks - before == s->free[p]->count, "free-bin count %zu, %zu blocks in the bins",
+                  s->free[p]->count, w->tree_blocks - before);
         }
-    CHECK(w.tree_blocks == w.free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w.tree_blocks, w.free_blocks);
+    CHECK(w->tree_blocks == w->free_blocks, "%zu blocks in free trees, %zu free blocks in segments", w->tree_blocks, w->free_blocks);
+    return CCA_OK;
+}
+
+/* Each stream's address map and counter shards: every allocated block
+ * mapped, nothing parked, no lease overdrawn, the pools adding up. */
+static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
+{
     size_t mapped = 0;
     for (cca_stream_t *s = a->streams; s; s = s->next) {
         mapped += s->live.count;
@@ -142,14 +146,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
             CHECK(all == sum, "a stream's figure %d: all pools %lld, small + large %lld", k, (long long)all, (long long)sum);
         }
     }
-    CHECK(w.live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w.live_blocks, mapped);
-    if (a->xv) {                                      /* reserved = segments + handles held unmapped */
-        int64_t held[CCA_POOL_COUNT] = { 0 };
-        if ((st = _cca_x_check(a, held)) != CCA_OK) return st;
-        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) check_add(&w.reserved_bytes, p, held[p]);
-    } else {
-        CHECK(a->stats.unmapped_bytes.current == 0, "unmapped bytes without expandable segments");
-    }
+    CHECK(w->live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w->live_blocks, mapped);
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
         const cca_stat_t *f = _cca_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
@@ -160,23 +157,47 @@ static cca_status_t check_locked(cca_allocator_t *a)
                   k, p, (long long)leases, (long long)f[p].peak);
         }
     }
+    return CCA_OK;
+}
 
-    CHECK(w.pending_events == _cca_pending_total(a), "%zu events owed by blocks, %zu outstanding",
-          w.pending_events, _cca_pending_total(a));
+/* The figures against the walk's: every stat, the oversize ones, the order between them. */
+static cca_status_t check_figures(cca_allocator_t *a, walk_t *w)
+{
+    cca_status_t st;
+    CHECK(w->pending_events == _cca_pending_total(a), "%zu events owed by blocks, %zu outstanding",
+          w->pending_events, _cca_pending_total(a));
     CHECK(atomic_load_explicit(&a->pending_events, memory_order_relaxed) == _cca_pending_total(a),
           "the allocator counts %zu pending events, its streams hold %zu",
           atomic_load_explicit(&a->pending_events, memory_order_relaxed), _cca_pending_total(a));
     bool acc = !a->accumulated_reset;
-#define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w.name, acc)) != CCA_OK) return st;
+#define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w->name, acc)) != CCA_OK) return st;
     CCA_STAT_FIELDS(CHECK_STAT_)
 #undef CHECK_STAT_
-    if ((st = check_stat("oversize_allocations", a->oversize_pools, &w.oversize_allocations, acc)) != CCA_OK) return st;
-    tally_t seg_t = { { w.oversize_segments, 0, w.oversize_segments } };
+    if ((st = check_stat("oversize_allocations", a->oversize_pools, &w->oversize_allocations, acc)) != CCA_OK) return st;
+    tally_t seg_t = { { w->oversize_segments, 0, w->oversize_segments } };
     const cca_stat_t *os = &a->oversize_segments;
     CHECK(os->current == seg_t.v[0], "oversize_segments.current is %lld, the walk finds %lld",
           (long long)os->current, (long long)seg_t.v[0]);
     CHECK(os->peak >= os->current && (!acc || os->allocated - os->freed == os->current), "oversize_segments: bad peak or totals");
     return check_order(&a->stats);
+}
+
+static cca_status_t check_locked(cca_allocator_t *a)
+{
+    walk_t w = { 0 };
+    cca_status_t st;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if ((st = check_segment(a, s, &w)) != CCA_OK) return st;
+    if ((st = check_streams(a, &w)) != CCA_OK || (st = check_stream_counters(a, &w)) != CCA_OK)
+        return st;
+    if (a->xv) {                                      /* reserved = segments + handles held unmapped */
+        int64_t held[CCA_POOL_COUNT] = { 0 };
+        if ((st = _cca_x_check(a, held)) != CCA_OK) return st;
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) check_add(&w.reserved_bytes, p, held[p]);
+    } else {
+        CHECK(a->stats.unmapped_bytes.current == 0, "unmapped bytes without expandable segments");
+    }
+    return check_figures(a, &w);
 }
 
 cca_status_t cca_check(cca_allocator_t *a)

@@ -236,6 +236,47 @@ static bool config_preset_sets(const char *name, int k)
     return k == K_release_before_grow || k == K_max_split_size_mb;
 }
 
+/* roundup_power2_divisions: N, or a list [MB:N,...,>:N]. */
+static cca_status_t config_apply_roundup(parser_t *ps, char *v, cca_config_t *c)
+{
+    char sh[64];
+    unsigned long long u;
+    if (*v == '[') {
+        size_t n = strlen(v);
+        if (v[n - 1] != ']') return config_bad(ps, "roundup_power2_divisions: missing ']' in '%s'", config_shown(v, sh));
+        v[n - 1] = 0;
+        return config_parse_division_list(ps, v + 1, c);
+    }
+    if (!config_parse_u64(v, &u) || !config_pow2_or_zero(u) || u > MAX_DIVISIONS)
+        return config_bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
+                   config_shown(v, sh));
+    for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)u;
+    return CCA_OK;
+}
+
+/* preset:NAME, refused after a key it sets again; pytorch keeps the device and the trace file. */
+static cca_status_t config_apply_preset(parser_t *ps, const char *v, cca_config_t *c)
+{
+    char sh[64];
+    if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
+        return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean, expandable)", config_shown(v, sh));
+    for (int j = 0; j < K_COUNT; j++)
+        if (ps->given[j] && config_preset_sets(v, j))
+            return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
+    if (!strcmp(v, "pytorch")) {
+        cca_config_t keep = *c;
+        config_defaults(c);
+        c->device = keep.device;
+        memcpy(c->trace_file, keep.trace_file, sizeof c->trace_file);
+    } else if (!strcmp(v, "expandable")) {
+        c->expandable_segments = 1;
+    } else {
+        c->release_before_grow = 1;
+        c->max_split_size = CCA_LEAN_MAX_SPLIT;
+    }
+    return CCA_OK;
+}
+
 static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
 {
     char sh[64];
@@ -248,17 +289,7 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         c->max_split_size = (size_t)u * MB;
         break;
     case K_roundup_power2_divisions:
-        if (*v == '[') {
-            size_t n = strlen(v);
-            if (v[n - 1] != ']') return config_bad(ps, "roundup_power2_divisions: missing ']' in '%s'", config_shown(v, sh));
-            v[n - 1] = 0;
-            return config_parse_division_list(ps, v + 1, c);
-        }
-        if (!config_parse_u64(v, &u) || !config_pow2_or_zero(u) || u > MAX_DIVISIONS)
-            return config_bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
-                       config_shown(v, sh));
-        for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)u;
-        break;
+        return config_apply_roundup(ps, v, c);
     case K_garbage_collection_threshold:
         if (!config_parse_double(v, &d) || d <= 0.0 || d >= 1.0)
             return config_bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)", config_shown(v, sh));
@@ -293,23 +324,7 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         memcpy(c->trace_file, v, strlen(v) + 1);
         break;
     case K_preset:
-        if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
-            return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean, expandable)", config_shown(v, sh));
-        for (int j = 0; j < K_COUNT; j++)
-            if (ps->given[j] && config_preset_sets(v, j))
-                return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
-        if (!strcmp(v, "pytorch")) {
-            cca_config_t keep = *c;
-            config_defaults(c);
-            c->device = keep.device;
-            memcpy(c->trace_file, keep.trace_file, sizeof c->trace_file);
-        } else if (!strcmp(v, "expandable")) {
-            c->expandable_segments = 1;
-        } else {
-            c->release_before_grow = 1;
-            c->max_split_size = CCA_LEAN_MAX_SPLIT;
-        }
-        break;
+        return config_apply_preset(ps, v, c);
     }
     return CCA_OK;
 }

@@ -354,45 +354,35 @@ static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const ch
 /* Maps handle h (hs bytes, counted in pool hpool) at `at`: the end of *seg,
  * or a new segment of (st, pool) when *seg is NULL. On failure the handle
  * is held unmapped (a caller's handle is never lost). */
-static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
-                          CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
+/* cuMemMap and cuMemSetAccess of handle h at `at`: CUDA_SUCCESS, else the
+ * failing call in *call; a mapping that can neither get access nor be
+ * unmapped is kept aside as held (*stray). */
+static CUresult x_map_device(cca_allocator_t *a, uintptr_t at, CUmemGenericAllocationHandle h, size_t hs, int hpool,
+                             const char **call, bool *stray)
 {
     struct cca_xvmm *x = a->xv;
-    cca_segment_t *s = *seg, *ns = NULL;
-    cca_block_t *tail = s ? x_last_block(s) : NULL, *nb = NULL;
-    bool need_block = !tail || tail->state != CCA_BLOCK_FREE;
-    if (!x_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps) ||
-        (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
-        !_cca_segmap_reserve(a, at, hs)) {
-        if (nb) _cca_block_recycle(st, nb);
-        if (ns) _cca_segment_recycle(a, ns);
-        x_hold(a, h, hs, hpool);
-        ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
-    }
-    const char *call = "cuMemMap";
+    *call = "cuMemMap";
+    *stray = false;
     CUresult r = x->map((CUdeviceptr)at, hs, 0, h, 0);
-    bool stray = false;
     if (r == CUDA_SUCCESS) {
         CUmemAccessDesc d = { .location = x->prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-        call = "cuMemSetAccess";
+        *call = "cuMemSetAccess";
         r = x->set_access((CUdeviceptr)at, hs, &d, 1);
         if (r != CUDA_SUCCESS && X_TRIES(x->unmap((CUdeviceptr)at, hs)) != CUDA_SUCCESS) {   /* mapped without access: kept aside, never used */
             x_map_insert(x, (xmap_t){ at, hs, h, hpool, true });
             _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)hs);
             a->stats.num_device_alloc++;
-            stray = true;
+            *stray = true;
         }
     }
-    if (r != CUDA_SUCCESS) {
-        if (nb) _cca_block_recycle(st, nb);
-        if (ns) _cca_segment_recycle(a, ns);
-        if (!stray) x_hold(a, h, hs, hpool);
-        return x_cuda_fail(a, ctx, call, r, hs);
-    }
-    x_map_insert(x, (xmap_t){ at, hs, h, pool, false });
-    a->stats.num_device_alloc++;
-    x_move_reserved(a, hpool, pool, hs);
+    return r;
+}
+
+/* The mapped bytes [at, at + hs) as a free block: a new segment (ns), a new
+ * block after the segment's last (nb), or the last free block grown. */
+static cca_segment_t *x_map_attach(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t *s,
+                                   cca_segment_t *ns, cca_block_t *nb, cca_block_t *tail, uintptr_t at, size_t hs)
+{
     if (nb) {
         nb->addr = at;
         nb->size = hs;
@@ -400,7 +390,7 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         nb->gc_base = _cca_gc_now(a);
     }
     if (!s) {
-        s = *seg = ns;
+        s = ns;
         s->addr = at;
         s->size = hs;
         s->pool = pool;
@@ -423,19 +413,62 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         _cca_bins_rekey(st->free[pool], tail, tail, tail->addr, tail->size + hs);
         s->size += hs;
     }
-    _cca_segmap_set(a, at, hs, s);
-    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, at, hs, st->handle, 0, 0);
-    size_t i = x_map_index(x, at);                    /* a new range right above one of ours: one range now */
-    if (s == ns && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
+    return s;
+}
+
+/* A new range (fresh) right above one of the stream's, or one right above
+ * it: joined into one range. */
+static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, bool fresh, uintptr_t at,
+                       size_t hs)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_segment_t *s = *seg;
+    size_t i = x_map_index(x, at);
+    if (fresh && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at - 1);
         if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at)
             s = *seg = x_join(a, t, s);
     }
-    i = x_map_index(x, at + hs);                      /* and one of ours right above */
+    i = x_map_index(x, at + hs);
     if (i < x->nmaps && x->maps[i].addr == at + hs && !x->maps[i].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at + hs);
         if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) *seg = x_join(a, s, t);
     }
+}
+
+static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
+                          CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_segment_t *s = *seg, *ns = NULL;
+    cca_block_t *tail = s ? x_last_block(s) : NULL, *nb = NULL;
+    bool need_block = !tail || tail->state != CCA_BLOCK_FREE;
+    if (!x_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps) ||
+        (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
+        !_cca_segmap_reserve(a, at, hs)) {
+        if (nb) _cca_block_recycle(st, nb);
+        if (ns) _cca_segment_recycle(a, ns);
+        x_hold(a, h, hs, hpool);
+        ctx->host_failed = true;
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+    }
+    const char *call;
+    bool stray;
+    CUresult r = x_map_device(a, at, h, hs, hpool, &call, &stray);
+    if (r != CUDA_SUCCESS) {
+        if (nb) _cca_block_recycle(st, nb);
+        if (ns) _cca_segment_recycle(a, ns);
+        if (!stray) x_hold(a, h, hs, hpool);
+        return x_cuda_fail(a, ctx, call, r, hs);
+    }
+    x_map_insert(x, (xmap_t){ at, hs, h, pool, false });
+    a->stats.num_device_alloc++;
+    x_move_reserved(a, hpool, pool, hs);
+    s = x_map_attach(a, st, pool, s, ns, nb, tail, at, hs);
+    *seg = s;
+    _cca_segmap_set(a, at, hs, s);
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, at, hs, st->handle, 0, 0);
+    x_map_join(a, st, pool, seg, s == ns, at, hs);
     return CCA_OK;
 }
 
@@ -443,36 +476,21 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
  * segment s, and holds its handle. *after gets the segment that holds what
  * followed the hole, and *next its first block (NULL: nothing followed).
  * False (nothing changed) when host memory or the driver refused. */
-static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
-                  cca_block_t **next)
+/* What a cut leaves of the blocks around the hole [h0, h1). */
+typedef struct x_cut_ends { cca_block_t *first_after, *last_after, *last_before; } x_cut_ends_t;
+
+/* Block b loses [h0, h1): what lies below stays b (lb), what lies above
+ * becomes rb (a new block where both sides remain); b alone recycled. */
+static x_cut_ends_t x_cut_blocks(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, cca_block_t *rb, uintptr_t h0,
+                                 uintptr_t h1)
 {
-    struct cca_xvmm *x = a->xv;
     cca_stream_t *st = s->stream;
-    uintptr_t h0 = x->maps[mi].addr, h1 = h0 + x->maps[mi].size, bend = b->addr + b->size, send = s->addr + s->size;
-    size_t hs = x->maps[mi].size;
-    bool left = h0 > b->addr, right = h1 < bend;
-    bool before = left || b->prev, follows = right || b->next;
-    cca_block_t *rb = NULL;
-    cca_segment_t *ns = NULL;
-    if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
-        (left && right && !(rb = _cca_block_new(st))) || (before && follows && !(ns = _cca_segment_new(a)))) {
-        if (rb) _cca_block_recycle(st, rb);
-        if (ns) _cca_segment_recycle(a, ns);
-        return false;
-    }
-    if (x->unmap((CUdeviceptr)h0, hs) != CUDA_SUCCESS) {
-        if (rb) _cca_block_recycle(st, rb);
-        if (ns) _cca_segment_recycle(a, ns);
-        return false;
-    }
-    CUmemGenericAllocationHandle h = x->maps[mi].h;
-    x_map_remove(x, mi);
-    a->stats.num_device_free++;
-    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
     cca_bins_t *bins = st->free[s->pool];
+    uintptr_t bend = b->addr + b->size;
+    bool left = h0 > b->addr, right = h1 < bend;
     cca_block_t *oldnext = b->next, *oldprev = b->prev, *oldlast = s->last;
     _cca_bins_remove(bins, b);
-    _cca_segmap_set(a, h0, hs, NULL);
+    _cca_segmap_set(a, h0, h1 - h0, NULL);
     cca_block_t *lb = left ? b : NULL;
     if (right && !left) rb = b;
     if (lb) {
@@ -495,42 +513,75 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
         oldnext->prev = NULL;
     }
     if (!lb && !rb) _cca_block_recycle(st, b);
-    cca_block_t *first_after = rb ? rb : oldnext;
-    cca_block_t *last_after = oldnext ? oldlast : rb;  /* the highest block above the hole */
-    cca_block_t *last_before = lb ? lb : oldprev;      /* ... and below it */
-    *next = first_after;
+    return (x_cut_ends_t){ rb ? rb : oldnext, oldnext ? oldlast : rb, lb ? lb : oldprev };
+}
+
+/* Segment s around the hole [h0, h1): split in two (ns the part above),
+ * cut at one end, or gone. The part above, if any, in *after. */
+static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *ns, const x_cut_ends_t *e, bool before,
+                          bool follows, uintptr_t h0, uintptr_t h1, cca_segment_t **after)
+{
+    uintptr_t send = s->addr + s->size;
     *after = NULL;
     if (before && follows) {                          /* split: the part above becomes a segment of its own */
         ns->addr = h1;
         ns->size = send - h1;
         ns->pool = s->pool;
         ns->expandable = true;
-        ns->stream = st;
-        ns->first = first_after;
-        ns->last = last_after;
-        for (cca_block_t *c = first_after; c; c = c->next) c->seg = ns;
-        atomic_store_explicit(&ns->owner, st, memory_order_relaxed);
+        ns->stream = s->stream;
+        ns->first = e->first_after;
+        ns->last = e->last_after;
+        for (cca_block_t *c = e->first_after; c; c = c->next) c->seg = ns;
+        atomic_store_explicit(&ns->owner, s->stream, memory_order_relaxed);
         _cca_segmap_set(a, ns->addr, ns->size, ns);
         s->size = h0 - s->addr;
-        s->last = last_before;
+        s->last = e->last_before;
         x_seg_link_after(a, s, ns);
         _cca_stat_add(a->stats.segment, s->pool, 1);
         *after = ns;
     } else if (before) {                              /* the segment ends below the hole */
         s->size = h0 - s->addr;
-        s->last = last_before;
+        s->last = e->last_before;
     } else if (follows) {                             /* it starts above the hole */
         s->addr = h1;
         s->size = send - h1;
-        s->first = first_after;
-        s->last = last_after;
+        s->first = e->first_after;
+        s->last = e->last_after;
         *after = s;
     } else {                                          /* nothing left of it */
         x_seg_unlink(a, s);
-        _cca_segment_recycle(a, s);
         _cca_stat_add(a->stats.segment, s->pool, -1);
+        _cca_segment_recycle(a, s);
     }
-    x_hold(a, h, hs, s->pool);
+}
+
+static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
+                  cca_block_t **next)
+{
+    struct cca_xvmm *x = a->xv;
+    cca_stream_t *st = s->stream;
+    uintptr_t h0 = x->maps[mi].addr, h1 = h0 + x->maps[mi].size, bend = b->addr + b->size;
+    size_t hs = x->maps[mi].size;
+    bool left = h0 > b->addr, right = h1 < bend;
+    bool before = left || b->prev, follows = right || b->next;
+    cca_block_t *rb = NULL;
+    cca_segment_t *ns = NULL;
+    if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
+        (left && right && !(rb = _cca_block_new(st))) || (before && follows && !(ns = _cca_segment_new(a))) ||
+        x->unmap((CUdeviceptr)h0, hs) != CUDA_SUCCESS) {
+        if (rb) _cca_block_recycle(st, rb);
+        if (ns) _cca_segment_recycle(a, ns);
+        return false;
+    }
+    CUmemGenericAllocationHandle h = x->maps[mi].h;
+    x_map_remove(x, mi);
+    a->stats.num_device_free++;
+    if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
+    x_cut_ends_t e = x_cut_blocks(a, s, b, rb, h0, h1);
+    *next = e.first_after;
+    int pool = s->pool;                               /* s may be recycled below */
+    x_cut_segment(a, s, ns, &e, before, follows, h0, h1, after);
+    x_hold(a, h, hs, pool);
     return true;
 }
 

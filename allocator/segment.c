@@ -65,51 +65,36 @@ void _cca_segments_destroy(cca_allocator_t *a)
     a->spare_segs = NULL;
 }
 
-static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
-                                  cca_oom_ctx_t *ctx, bool retry, cca_block_t **out)
+/* cudaMalloc(size) on the allocator's device, its range reserved in the
+ * address map: CCA_OK with *p, else the failure said (ctx: why). */
+static cca_status_t segment_device_alloc(cca_allocator_t *a, size_t size, cca_oom_ctx_t *ctx, void **p)
 {
-    if (retry) a->stats.num_alloc_retries++;
-    if (a->cap != SIZE_MAX &&
-        (size > a->cap || (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->cap - size)) {
-        ctx->cap_refused = true;
-        return CCA_ERROR_OUT_OF_MEMORY;
-    }
-    /* its own block struct: the stream's spare stays for the split that follows */
-    cca_segment_t *seg = _cca_segment_new(a);
-    cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
-    if (b) {
-        memset(b, 0, sizeof *b);
-        a->host_bytes += (int64_t)sizeof *b;
-    }
-    if (!seg || !b) {
-        if (seg) _cca_segment_recycle(a, seg);
-        if (b) { free(b); a->host_bytes -= (int64_t)sizeof *b; }
-        ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
-    }
-    void *p = NULL;
     dev_guard_t g;
     cudaError_t e = _cca_device_enter(a, &g);
-    if (e == cudaSuccess) e = cudaMalloc(&p, size);
-    bool mapped = e == cudaSuccess && _cca_segmap_reserve(a, (uintptr_t)p, size);
-    if (e == cudaSuccess && !mapped && cudaFree(p) != cudaSuccess) _cca_clear_error();
+    if (e == cudaSuccess) e = cudaMalloc(p, size);
+    bool mapped = e == cudaSuccess && _cca_segmap_reserve(a, (uintptr_t)*p, size);
+    if (e == cudaSuccess && !mapped && cudaFree(*p) != cudaSuccess) _cca_clear_error();
     _cca_device_leave(&g);
-    if (!mapped) {
-        _cca_segment_recycle(a, seg);
-        free(b);
-        a->host_bytes -= (int64_t)sizeof *b;
-        if (e == cudaSuccess) {                       /* the address map's host memory ran out */
-            ctx->host_failed = true;
-            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for the address map ran out");
-        }
-        _cca_clear_error();
-        if (e == cudaErrorMemoryAllocation) {
-            ctx->device_refused = true;
-            return CCA_ERROR_OUT_OF_MEMORY;
-        }
-        return _cca_fail_cuda(e, "cca: cudaMalloc(%zu) on device %d failed: %s",
-                         size, a->cfg.device, cudaGetErrorName(e));
+    if (mapped)
+        return CCA_OK;
+    if (e == cudaSuccess) {                           /* the address map's host memory ran out */
+        ctx->host_failed = true;
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for the address map ran out");
     }
+    _cca_clear_error();
+    if (e == cudaErrorMemoryAllocation) {
+        ctx->device_refused = true;
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    return _cca_fail_cuda(e, "cca: cudaMalloc(%zu) on device %d failed: %s",
+                     size, a->cfg.device, cudaGetErrorName(e));
+}
+
+/* The new segment at p, one free block b, in the stream's bins, the
+ * segment list, the address map and the figures. */
+static void segment_install(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, void *p,
+                            cca_segment_t *seg, cca_block_t *b)
+{
     seg->addr = (uintptr_t)p;
     seg->size = size;
     seg->pool = pool;
@@ -134,6 +119,36 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
     if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
         a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, seg->addr, size, st->handle, 0, 0);
+}
+
+static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+                                  cca_oom_ctx_t *ctx, bool retry, cca_block_t **out)
+{
+    if (retry) a->stats.num_alloc_retries++;
+    if (a->cap != SIZE_MAX &&
+        (size > a->cap || (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->cap - size)) {
+        ctx->cap_refused = true;
+        return CCA_ERROR_OUT_OF_MEMORY;
+    }
+    /* its own block struct: the stream's spare stays for the split that follows */
+    cca_segment_t *seg = _cca_segment_new(a);
+    cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
+    if (b) {
+        memset(b, 0, sizeof *b);
+        a->host_bytes += (int64_t)sizeof *b;
+    }
+    void *p = NULL;
+    cca_status_t r = !seg || !b ? CCA_ERROR_OUT_OF_MEMORY : segment_device_alloc(a, size, ctx, &p);
+    if (r != CCA_OK) {
+        if (seg) _cca_segment_recycle(a, seg);
+        if (b) { free(b); a->host_bytes -= (int64_t)sizeof *b; }
+        if (!seg || !b) {
+            ctx->host_failed = true;
+            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
+        }
+        return r;
+    }
+    segment_install(a, st, pool, size, p, seg, b);
     *out = b;
     return CCA_OK;
 }

@@ -389,18 +389,14 @@ static cca_status_t trace_stop_locked(cca_allocator_t *a, const char *who)
     return s;
 }
 
-static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
+/* A file record for the allocator's device, path not yet chosen; NULL out of memory. */
+static cca_tracefile_t *trace_new_file(cca_allocator_t *a, const char *asked)
 {
-    char asked[CCA_TRACE_PATH_MAX];
-    bool had_d;
-    if (!trace_expand(path, a->cfg.device, asked, &had_d))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: the path is longer than %d bytes",
-                         CCA_TRACE_PATH_MAX - 1);
     cca_tracefile_t *tf = calloc(1, sizeof *tf);
     char *buf = tf ? malloc(TRACE_BUF) : NULL;
     if (!buf) {
         free(tf);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
+        return NULL;
     }
     pthread_mutex_init(&tf->mu, NULL);
     tf->buf = buf;
@@ -408,19 +404,26 @@ static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
     tf->fd = -1;
     tf->device = a->cfg.device;
     snprintf(tf->asked, sizeof tf->asked, "%s", asked);
+    return tf;
+}
+
+/* Under the registry's lock: refuses a regular file another allocator of
+ * the device writes, chooses the path (".devN" where devices would share
+ * one), opens it and registers the record. tf is freed on failure. */
+static cca_status_t trace_register(cca_tracefile_t *tf, const char *asked, bool had_d)
+{
     pthread_once(&trace_once, trace_init_once);
     pthread_mutex_lock(&trace_reg);
-    struct stat sp;
-    bool shareable = stat(asked, &sp) == 0 && !S_ISREG(sp.st_mode);
-    for (cca_tracefile_t *o = trace_open; o && !shareable; o = o->next)
+    struct stat sb;                                   /* /dev/null, a pipe: every device writes it as given */
+    bool special = stat(asked, &sb) == 0 && !S_ISREG(sb.st_mode);
+    for (cca_tracefile_t *o = trace_open; o && !special; o = o->next)
         if (!strcmp(o->asked, asked) && (had_d || o->device == tf->device)) {
+            int dev = o->device;                      /* read before the lock goes: o may then */
             pthread_mutex_unlock(&trace_reg);
             trace_free_file(tf);
             return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: %s is being written by another "
-                             "allocator of device %d", asked, o->device);
+                             "allocator of device %d", asked, dev);
         }
-    struct stat sb;                                   /* /dev/null, a pipe: every device writes it as given */
-    bool special = stat(asked, &sb) == 0 && !S_ISREG(sb.st_mode);
     tf->suffixed = !had_d && !special && trace_shared_path(asked, tf->device);
     if (tf->suffixed) trace_suffixed(asked, tf->device, tf->path, sizeof tf->path);
     else snprintf(tf->path, sizeof tf->path, "%s", asked);
@@ -437,6 +440,22 @@ static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
     tf->next = trace_open;
     trace_open = tf;
     pthread_mutex_unlock(&trace_reg);
+    return CCA_OK;
+}
+
+static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
+{
+    char asked[CCA_TRACE_PATH_MAX];
+    bool had_d;
+    if (!trace_expand(path, a->cfg.device, asked, &had_d))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: the path is longer than %d bytes",
+                         CCA_TRACE_PATH_MAX - 1);
+    cca_tracefile_t *tf = trace_new_file(a, asked);
+    if (!tf)
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
+    cca_status_t st = trace_register(tf, asked, had_d);
+    if (st != CCA_OK)
+        return st;
     char head[200];
     int len = snprintf(head, sizeof head, "#cca-trace %d device=%d device_memory=%zu\n"
                        "Thread,Time,Action,Pointer,Size,Stream\n", TRACE_VERSION, tf->device, a->device_total);
