@@ -22,7 +22,7 @@ static void check_add(tally_t *t, int pool, int64_t d)
     t->v[pool] += d;
 }
 
-#define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: " __VA_ARGS__); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: " __VA_ARGS__); } while (0)
 
 static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
 {

@@ -32,6 +32,7 @@ const char *cca_status_string(cca_status_t s)
     case CCA_ERROR_INVALID_CONFIG: return "CCA_ERROR_INVALID_CONFIG";
     case CCA_ERROR_CUDA: return "CCA_ERROR_CUDA";
     case CCA_ERROR_IO: return "CCA_ERROR_IO";
+    case CCA_ERROR_CORRUPTED: return "CCA_ERROR_CORRUPTED";
     }
     return "unknown cca status";
 }

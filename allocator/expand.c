@@ -1140,27 +1140,29 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
     for (cca_segment_t *s = a->segments; s; s = s->next) {
         if (!s->expandable) continue;
         if (s->addr % x->gran || s->size % x->gran)
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: expandable segment %#lx is not granularity-aligned",
+            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx is not granularity-aligned",
                              (unsigned long)s->addr);
         uintptr_t at = s->addr;
         for (size_t i = x_map_index(x, s->addr); i < x->nmaps && at < s->addr + s->size; i++) {
             unsigned long long flags = 0;
-            if (x->maps[i].addr != at || x->maps[i].stray ||
-                x->get_access(&flags, &x->prop.location, (CUdeviceptr)at) != CUDA_SUCCESS ||
-                flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-                return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+            CUresult r = x->maps[i].addr != at || x->maps[i].stray ? CUDA_SUCCESS
+                         : x->get_access(&flags, &x->prop.location, (CUdeviceptr)at);
+            if (r != CUDA_SUCCESS)                        /* the driver did not answer: no verdict on cca */
+                return _cca_fail(CCA_ERROR_CUDA, "cca_check: cuMemGetAccess(%#lx) failed (%d)", (unsigned long)at, (int)r);
+            if (x->maps[i].addr != at || x->maps[i].stray || flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+                return _cca_fail(CCA_ERROR_CORRUPTED,
                                  "cca_check: expandable segment %#lx: %#lx is not mapped read-write as a whole handle",
                                  (unsigned long)s->addr, (unsigned long)at);
             at += x->maps[i].size;
         }
         if (at != s->addr + s->size)
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: expandable segment %#lx: mappings cover %zu of %zu bytes",
+            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx: mappings cover %zu of %zu bytes",
                              (unsigned long)s->addr, (size_t)(at - s->addr), s->size);
         in_segments += s->size;
     }
     for (size_t i = 0; i < x->nmaps; i++) {
         if (i && x->maps[i - 1].addr + x->maps[i - 1].size > x->maps[i].addr)
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: mappings overlap at %#lx", (unsigned long)x->maps[i].addr);
+            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: mappings overlap at %#lx", (unsigned long)x->maps[i].addr);
         if (x->maps[i].stray) {
             held_pool[x->maps[i].pool] += (int64_t)x->maps[i].size;
             unmapped += (int64_t)x->maps[i].size;
@@ -1169,13 +1171,13 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
         }
     }
     if (mapped != in_segments)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: %zu bytes mapped, %zu in expandable segments", mapped, in_segments);
+        return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: %zu bytes mapped, %zu in expandable segments", mapped, in_segments);
     for (size_t i = 0; i < x->nheld; i++) {
         held_pool[x->held[i].pool] += (int64_t)x->held[i].size;
         unmapped += (int64_t)x->held[i].size;
     }
     if (unmapped != a->stats.unmapped_bytes.current)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
+        return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
                          (long long)a->stats.unmapped_bytes.current, (long long)unmapped);
     return CCA_OK;
 }

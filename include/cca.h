@@ -26,6 +26,7 @@ typedef enum cca_status {
     CCA_ERROR_INVALID_CONFIG,     /* a CCA_CONF key or value that cannot be used */
     CCA_ERROR_CUDA,               /* a CUDA runtime call failed for another reason */
     CCA_ERROR_IO,                 /* a trace file could not be opened or written (cca_trace_start) */
+    CCA_ERROR_CORRUPTED,          /* cca_check found the allocator's state or figures inconsistent */
 } cca_status_t;
 
 typedef struct cca_allocator cca_allocator_t;      /* opaque; one per device */
@@ -274,8 +275,9 @@ CCA_API cca_status_t cca_reset_accumulated_stats(cca_allocator_t *a);
 
 /* Walks every segment and block and checks the allocator's invariants and
  * that each counter equals what the walk finds. CCA_OK, or
- * CCA_ERROR_INVALID_ARGUMENT with the first violation in
- * cca_last_error_string(). */
+ * CCA_ERROR_CORRUPTED with the first violation in cca_last_error_string()
+ * (a bug in cca, or its memory overwritten); CCA_ERROR_INVALID_ARGUMENT for
+ * a NULL allocator, CCA_ERROR_CUDA where a query of the driver fails. */
 CCA_API cca_status_t cca_check(cca_allocator_t *a);
 
 /* The allocator of a device shared by everything in the process (the

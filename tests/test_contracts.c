@@ -762,3 +762,23 @@ Test(contracts, mem_get_info_names_a_bad_device_an_invalid_argument)
     cr_assert_eq(cca_current_device(&cur), CCA_OK);
     cr_assert_eq(cur, 0);
 }
+
+/* ---- cca_check's verdicts ------------------------------------------------ */
+
+/* A figure that no longer matches the walk is corruption, said as such
+ * (not as a bad argument), naming the figure; put back, the check passes. */
+Test(contracts, a_corrupted_allocator_is_its_own_status)
+{
+    cca_allocator_t *a = make_alloc(NULL);
+    void *p = alloc_ok(a, 3 << 20, 0);
+    cr_assert_eq(cca_check(a), CCA_OK);
+    a->stats.segment[CCA_POOL_LARGE].current += 1;
+    cr_assert_eq(cca_check(a), CCA_ERROR_CORRUPTED, "%s", cca_last_error_string());
+    cr_assert(strstr(cca_last_error_string(), "segment") != NULL, "%s", cca_last_error_string());
+    cr_assert_str_eq(cca_status_string(CCA_ERROR_CORRUPTED), "CCA_ERROR_CORRUPTED");
+    a->stats.segment[CCA_POOL_LARGE].current -= 1;
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(cca_check(NULL), CCA_ERROR_INVALID_ARGUMENT);
+    free_ok(a, p);
+    cca_destroy(a);
+}
