@@ -14,7 +14,8 @@
 
 typedef struct threshold {
     uint64_t id;
-    cca_watch_fn fn;
+    cca_watch_fn fn;                                  /* one of fn and crossing, or neither: queued */
+    cca_crossing_fn crossing;
     void *arg;
     size_t bytes;
     cca_watch_kind_t which;
@@ -44,6 +45,7 @@ struct cca_watch_state {
 typedef struct crossing {
     uint64_t alloc_id, watch_id;
     cca_watch_fn fn;
+    cca_crossing_fn crossing;
     void *arg;
     size_t threshold, now;
     cca_watch_kind_t which;
@@ -122,14 +124,14 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
         threshold_t *t = &w->th[i];
         if (t->which != which || (now > t->bytes) == t->above) continue;
         t->above = now > t->bytes;
-        watch_tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->arg, t->bytes, now, which, t->above });
+        watch_tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->crossing, t->arg, t->bytes, now, which, t->above });
     }
     if (tq.n == first) return;                        /* tq.q may still be NULL */
     watch_sort_crossings(tq.q + first, tq.n - first);
     size_t kept = first;                              /* queued watches' notices go now, under the lock, */
     for (size_t i = first; i < tq.n; i++) {           /* so that every thread's crossings queue in order */
         const crossing_t *c = &tq.q[i];
-        if (c->fn) tq.q[kept++] = *c;
+        if (c->fn || c->crossing) tq.q[kept++] = *c;
         else _cca_notice_watch(v->a, c->watch_id, c->which, c->threshold, c->now, c->rising);
     }
     tq.n = kept;
@@ -233,7 +235,10 @@ void _cca_watch_deliver(cca_allocator_t *a)
     crossing_t c;
     while (tq.n && watch_tq_take(a->id, &c)) {            /* a callback may queue more: still in order */
         if (_cca_view(a, watch_alive_view, &c.watch_id) != CCA_OK) continue;
-        c.fn(c.arg, c.which, c.now, c.rising);        /* queued watches' crossings are in the notice queue */
+        if (c.crossing)                               /* queued watches' crossings are in the notice queue */
+            c.crossing(c.which, c.now, c.rising, c.arg);
+        else
+            c.fn(c.arg, c.which, c.now, c.rising);
     }
     delivering = outer;
 }
@@ -269,6 +274,7 @@ typedef struct watch_req {
     cca_watch_kind_t which;
     size_t bytes;
     cca_watch_fn fn;
+    cca_crossing_fn crossing;
     void *arg;
     uint64_t id;                                      /* in: a watch or scope to end; out: the new one */
     cca_scope_result_t *out;
@@ -283,7 +289,8 @@ static cca_status_t watch_add_view(cca_view_t *v, void *arg)
     if (!th) return CCA_ERROR_OUT_OF_MEMORY;
     w->th = th;
     q->id = ++w->next_id;
-    th[w->n_th++] = (threshold_t){ q->id, q->fn, q->arg, q->bytes, q->which, watch_figure(&v->stats, q->which) > q->bytes };
+    th[w->n_th++] = (threshold_t){ q->id, q->fn, q->crossing, q->arg, q->bytes, q->which,
+                                   watch_figure(&v->stats, q->which) > q->bytes };
     watch_set_flag(v);
     return CCA_OK;
 }
@@ -298,6 +305,20 @@ cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, siz
     watch_req_t q = { .which = which, .bytes = bytes, .fn = fn, .arg = arg };
     if (_cca_view(a, watch_add_view, &q) != CCA_OK)
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
+    *id = q.id;
+    return CCA_OK;
+}
+
+cca_status_t cca_watch(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, cca_crossing_fn fn, void *arg,
+                       uint64_t *id)
+{
+    if (!a || !fn || !id)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
+    if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch: unknown kind %d", (int)which);
+    watch_req_t q = { .which = which, .bytes = bytes, .crossing = fn, .arg = arg };
+    if (_cca_view(a, watch_add_view, &q) != CCA_OK)
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch: out of host memory");
     *id = q.id;
     return CCA_OK;
 }

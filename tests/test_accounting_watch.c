@@ -92,6 +92,37 @@ Test(watch, crossings_delivered_in_the_order_they_happened)
     finish(a);
 }
 
+/* cca_watch: the callback takes its argument last; mixed with
+ * cca_watch_threshold's, the crossings come in one order. */
+static void on_cross_last(cca_watch_kind_t which, size_t now, int rising, void *arg)
+{
+    on_cross(arg, which, now, rising);
+}
+
+Test(watch, cca_watch_takes_the_argument_last_in_the_same_order)
+{
+    cca_allocator_t *a = make_alloc("");
+    log_t l = { .a = a };
+    tag_t t[2] = { { &l, 3 }, { &l, 5 } };
+    uint64_t id[2];
+    cr_assert_eq(cca_watch(a, CCA_WATCH_ALLOCATED, 3 * MiB, on_cross_last, &t[0], &id[0]), CCA_OK);
+    cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 5 * MiB, on_cross, &t[1], &id[1]), CCA_OK);
+    cr_assert_eq(cca_watch(NULL, CCA_WATCH_ALLOCATED, 1, on_cross_last, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch(a, CCA_WATCH_ALLOCATED, 1, NULL, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch(a, (cca_watch_kind_t)7, 1, on_cross_last, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
+    void *p = alloc_ok(a, 6 * MiB, NULL);
+    cr_assert_eq(l.n, 2);
+    expect(&l, 0, 3, 1, 6 * MiB);
+    expect(&l, 1, 5, 1, 6 * MiB);
+    free_ok(a, p);
+    expect(&l, 2, 5, 0, 0);
+    expect(&l, 3, 3, 0, 0);
+    for (int i = 0; i < 2; i++) cr_assert_eq(cca_unwatch(a, id[i]), CCA_OK);
+    free_ok(a, alloc_ok(a, 6 * MiB, NULL));
+    cr_assert_eq(l.n, 4, "nothing after cca_unwatch");
+    finish(a);
+}
+
 static void allocate_more(void *arg, cca_watch_kind_t which, size_t now, int rising)
 {
     on_cross(arg, which, now, rising);
