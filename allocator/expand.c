@@ -351,9 +351,6 @@ static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const ch
     return _cca_fail(CCA_ERROR_CUDA, "cca: %s(%zu) on device %d failed: error %d", call, size, a->cfg.device, (int)r);
 }
 
-/* Maps handle h (hs bytes, counted in pool hpool) at `at`: the end of *seg,
- * or a new segment of (st, pool) when *seg is NULL. On failure the handle
- * is held unmapped (a caller's handle is never lost). */
 /* cuMemMap and cuMemSetAccess of handle h at `at`: CUDA_SUCCESS, else the
  * failing call in *call; a mapping that can neither get access nor be
  * unmapped is kept aside as held (*stray). */
@@ -436,6 +433,9 @@ static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segme
     }
 }
 
+/* Maps handle h (hs bytes, counted in pool hpool) at `at`: the end of *seg,
+ * or a new segment of (st, pool) when *seg is NULL. On failure the handle
+ * is held unmapped (a caller's handle is never lost). */
 static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
                           CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
 {
@@ -472,10 +472,6 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
     return CCA_OK;
 }
 
-/* Unmaps mapping maps[mi], which lies wholly inside free block b of
- * segment s, and holds its handle. *after gets the segment that holds what
- * followed the hole, and *next its first block (NULL: nothing followed).
- * False (nothing changed) when host memory or the driver refused. */
 /* What a cut leaves of the blocks around the hole [h0, h1). */
 typedef struct x_cut_ends { cca_block_t *first_after, *last_after, *last_before; } x_cut_ends_t;
 
@@ -555,6 +551,10 @@ static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *n
     }
 }
 
+/* Unmaps mapping maps[mi], which lies wholly inside free block b of
+ * segment s, and holds its handle. *after gets the segment that holds what
+ * followed the hole, and *next its first block (NULL: nothing followed).
+ * False (nothing changed) when host memory or the driver refused. */
 static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
                   cca_block_t **next)
 {

@@ -418,7 +418,7 @@ static cca_status_t trace_register(cca_tracefile_t *tf, const char *asked, bool 
     bool special = stat(asked, &sb) == 0 && !S_ISREG(sb.st_mode);
     for (cca_tracefile_t *o = trace_open; o && !special; o = o->next)
         if (!strcmp(o->asked, asked) && (had_d || o->device == tf->device)) {
-            int dev = o->device;                      /* read before the lock goes: o may then */
+            int dev = o->device;                      /* read before unlocking: o may then be freed */
             pthread_mutex_unlock(&trace_reg);
             trace_free_file(tf);
             return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: %s is being written by another "

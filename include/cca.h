@@ -594,14 +594,15 @@ typedef void (*cca_watch_fn)(void *arg, cca_watch_kind_t which, size_t bytes_now
 CCA_API cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
                                          cca_watch_fn fn, void *arg, uint64_t *id);
 
-/* The same, with the callback's argument last, as every other callback of
- * cca takes it (cca_watch_fn, which takes it first, is kept for callers of
+/* The same, with the callback's argument last, as cca's other callbacks
+ * that take one (cca_watch_fn, which takes it first, is kept for callers of
  * cca_watch_threshold). */
 typedef void (*cca_crossing_fn)(cca_watch_kind_t which, size_t bytes_now, int rising, void *arg);
 CCA_API cca_status_t cca_watch(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, cca_crossing_fn fn,
                                void *arg, uint64_t *id);
 
-/* Removes a watch (either kind): no delivery of it starts after this returns.
+/* Removes a watch made by cca_watch, cca_watch_threshold or
+ * cca_watch_threshold_queued: no delivery of it starts after this returns.
  * CCA_ERROR_INVALID_ARGUMENT for a NULL allocator or an unknown id. */
 CCA_API cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id);
 

@@ -295,32 +295,31 @@ static cca_status_t watch_add_view(cca_view_t *v, void *arg)
     return CCA_OK;
 }
 
+/* A watch with one of the two callback shapes; `who` names the call in messages. */
+static cca_status_t watch_add(cca_allocator_t *a, const char *who, watch_req_t *q, bool has_fn, uint64_t *id)
+{
+    if (!a || !has_fn || !id)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", who, !a ? "allocator" : !has_fn ? "fn" : "id");
+    if (q->which != CCA_WATCH_ALLOCATED && q->which != CCA_WATCH_RESERVED)
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: unknown kind %d", who, (int)q->which);
+    if (_cca_view(a, watch_add_view, q) != CCA_OK)
+        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", who);
+    *id = q->id;
+    return CCA_OK;
+}
+
 cca_status_t cca_watch_threshold(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
                                  cca_watch_fn fn, void *arg, uint64_t *id)
 {
-    if (!a || !fn || !id)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
-    if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold: unknown kind %d", (int)which);
     watch_req_t q = { .which = which, .bytes = bytes, .fn = fn, .arg = arg };
-    if (_cca_view(a, watch_add_view, &q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold: out of host memory");
-    *id = q.id;
-    return CCA_OK;
+    return watch_add(a, "cca_watch_threshold", &q, fn != NULL, id);
 }
 
 cca_status_t cca_watch(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, cca_crossing_fn fn, void *arg,
                        uint64_t *id)
 {
-    if (!a || !fn || !id)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch: %s is NULL", !a ? "allocator" : !fn ? "fn" : "id");
-    if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch: unknown kind %d", (int)which);
     watch_req_t q = { .which = which, .bytes = bytes, .crossing = fn, .arg = arg };
-    if (_cca_view(a, watch_add_view, &q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch: out of host memory");
-    *id = q.id;
-    return CCA_OK;
+    return watch_add(a, "cca_watch", &q, fn != NULL, id);
 }
 
 cca_status_t cca_watch_threshold_queued(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, uint64_t *id)

@@ -1,0 +1,269 @@
+/* A fixture for test_function_length.py: each function here is 61 lines,
+ * written the ways the checker must still see (brace on the signature line,
+ * a comment after the signature, an attribute first); the table is no function. */
+static int x;
+static void brace_on_line(void) {
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x--;
+}
+static void commented(void) /* doc */
+{
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+}
+__attribute__((noinline)) static void attributed(int a)
+{
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+    x++;
+}
+static const int table[] = {
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1,
+1
+};
