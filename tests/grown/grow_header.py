@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Writes cca.h with one field appended to the field list of every public
-struct that may grow, for the struct-growth test (tests/grown/).
+"""Writes the public headers (cca.h, cca_accounting.h) with one field
+appended to the field list of every public struct that may grow, for the
+struct-growth test (tests/grown/).
 
-Usage: grow_header.py IN_CCA_H OUT_CCA_H
+Usage: grow_header.py OUT_DIR HEADER...   (each written as OUT_DIR/its name)
 
-Every X-macro list in cca.h must be named below, as growable or not, so
-that a struct added later cannot be left out of the test silently."""
+Every X-macro list in the headers must be named below, as growable or not,
+so that a struct added later cannot be left out of the test silently."""
+import os
 import re
 import sys
 
@@ -30,10 +32,9 @@ FIXED = {
 }
 
 
-def main():
-    src, dst = sys.argv[1], sys.argv[2]
+def grow(src, seen):
     lines = open(src).read().split("\n")
-    out, seen, i = [], set(), 0
+    out, i = [], 0
     while i < len(lines):
         m = re.match(r"#define (CCA_\w+)\(X\)", lines[i])
         if not m:
@@ -53,10 +54,19 @@ def main():
             out[-1] = out[-1] + " \\"
             out.append("    " + GROWABLE[name])
         i = j + 1
+    return "\n".join(out)
+
+
+def main():
+    out_dir, srcs = sys.argv[1], sys.argv[2:]
+    seen, grown = set(), {}
+    for src in srcs:
+        grown[os.path.basename(src)] = grow(src, seen)
     missing = sorted((set(GROWABLE) | set(FIXED)) - seen)
     if missing:
-        sys.exit("grow_header.py: cca.h no longer has %s" % ", ".join(missing))
-    open(dst, "w").write("\n".join(out))
+        sys.exit("grow_header.py: the headers no longer have %s" % ", ".join(missing))
+    for name, text in grown.items():
+        open(os.path.join(out_dir, name), "w").write(text)
 
 
 if __name__ == "__main__":
