@@ -97,6 +97,44 @@ static cca_status_t check_stat(const char *name, const cca_stat_t *st, const tal
     return CCA_OK;
 }
 
+/* One cca_stat_t of the public view: what holds for every such figure. */
+static cca_status_t check_kind_stat(const char *name, int pool, const cca_stat_t *f, bool acc)
+{
+    static const char *pools[] = { "", "[all]", "[small]", "[large]" };
+    const char *p = pools[pool + 1];
+    CHECK(f->current >= 0 && f->peak >= f->current, "%s%s: current %lld, peak %lld", name, p, (long long)f->current,
+          (long long)f->peak);
+    CHECK(f->allocated >= 0 && f->freed >= 0, "%s%s: negative totals", name, p);
+    CHECK(!acc || f->allocated - f->freed == f->current, "%s%s: allocated - freed != current", name, p);
+    return CCA_OK;
+}
+
+static cca_status_t check_kind_total(const char *name, int64_t v)
+{
+    CHECK(v >= 0, "%s is %lld", name, (long long)v);
+    return CCA_OK;
+}
+
+/* Every field of the public view by its kind (cca.h's list of cca_stats_t). */
+#define KIND_POOLED(name, f) \
+    for (int p = 0; p < CCA_POOL_COUNT; p++) \
+        if ((st = check_kind_stat(name, p, &(f)[p], acc)) != CCA_OK) return st;
+#define KIND_STAT(name, f) if ((st = check_kind_stat(name, -1, &(f), acc)) != CCA_OK) return st;
+#define KIND_COUNTER(name, f) if ((st = check_kind_total(name, f)) != CCA_OK) return st;
+#define KIND_GAUGE(name, f) KIND_COUNTER(name, f)
+#define KIND_SETTING(name, f)
+static cca_status_t check_kinds(cca_allocator_t *a, bool acc)
+{
+    cca_stats_t v;
+    cca_status_t st;
+    _cca_counters_view(a, &v);
+#define KIND_(kind, name, doc) KIND_##kind(#name, v.name)
+    CCA_STATS_FIELDS(KIND_)
+#undef KIND_
+    CHECK(v.max_split_size >= -1, "max_split_size is %lld", (long long)v.max_split_size);
+    return CCA_OK;
+}
+
 static cca_status_t check_order(const cca_stats_t *s)
 {
     for (int p = 0; p < CCA_POOL_COUNT; p++) {
@@ -175,10 +213,10 @@ static cca_status_t check_figures(cca_allocator_t *a, walk_t *w)
 #undef CHECK_STAT_
     if ((st = check_stat("oversize_allocations", a->oversize_pools, &w->oversize_allocations, acc)) != CCA_OK) return st;
     tally_t seg_t = { { w->oversize_segments, 0, w->oversize_segments } };
-    const cca_stat_t *os = &a->oversize_segments;
+    const cca_stat_t *os = &a->stats.oversize_segments;
     CHECK(os->current == seg_t.v[0], "oversize_segments.current is %lld, the walk finds %lld",
           (long long)os->current, (long long)seg_t.v[0]);
-    CHECK(os->peak >= os->current && (!acc || os->allocated - os->freed == os->current), "oversize_segments: bad peak or totals");
+    if ((st = check_kinds(a, acc)) != CCA_OK) return st;
     return check_order(&a->stats);
 }
 

@@ -87,6 +87,18 @@ void _cca_counters_refresh(cca_allocator_t *a)
     }
 }
 
+/* What each kind of cca_stats_t's list (cca.h) does on a reset. */
+#define RESET_ACC_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_ACC_STAT((f)[p])
+#define RESET_ACC_STAT(f) ((f).allocated = (f).freed = 0);
+#define RESET_ACC_COUNTER(f) ((f) = 0);
+#define RESET_ACC_GAUGE(f)
+#define RESET_ACC_SETTING(f)
+#define RESET_PEAK_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_PEAK_STAT((f)[p])
+#define RESET_PEAK_STAT(f) ((f).peak = (f).current);
+#define RESET_PEAK_COUNTER(f)
+#define RESET_PEAK_GAUGE(f)
+#define RESET_PEAK_SETTING(f)
+
 void _cca_counters_reset_accumulated(cca_allocator_t *a)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
@@ -96,28 +108,18 @@ void _cca_counters_reset_accumulated(cca_allocator_t *a)
             a->freed_base[k][p] += f[p].freed;
         }
     }
-#define RESET_ACC_(name, doc) \
-    for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].allocated = a->stats.name[p].freed = 0;
-    CCA_STAT_FIELDS(RESET_ACC_)
+#define RESET_ACC_(kind, name, doc) RESET_ACC_##kind(a->stats.name)
+    CCA_STATS_FIELDS(RESET_ACC_)
 #undef RESET_ACC_
-#define RESET_CNT_(name, doc) a->stats.name = 0;
-    CCA_COUNTER_FIELDS(RESET_CNT_)
-#undef RESET_CNT_
-    for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].allocated = a->oversize_pools[p].freed = 0;
-    a->oversize_segments.allocated = a->oversize_segments.freed = 0;
-    a->stats.unmapped_bytes.allocated = a->stats.unmapped_bytes.freed = 0;
-    a->stats.num_handle_create = a->stats.num_handle_release = 0;
+    RESET_ACC_POOLED(a->oversize_pools);                /* the per-pool form of oversize_allocations */
 }
 
 void _cca_counters_reset_peaks(cca_allocator_t *a)
 {
-#define RESET_PEAK_(name, doc) \
-    for (int p = 0; p < CCA_POOL_COUNT; p++) a->stats.name[p].peak = a->stats.name[p].current;
-    CCA_STAT_FIELDS(RESET_PEAK_)
+#define RESET_PEAK_(kind, name, doc) RESET_PEAK_##kind(a->stats.name)
+    CCA_STATS_FIELDS(RESET_PEAK_)
 #undef RESET_PEAK_
-    for (int p = 0; p < CCA_POOL_COUNT; p++) a->oversize_pools[p].peak = a->oversize_pools[p].current;
-    a->oversize_segments.peak = a->oversize_segments.current;
-    a->stats.unmapped_bytes.peak = a->stats.unmapped_bytes.current;
+    RESET_PEAK_POOLED(a->oversize_pools);
     a->counters_moved = true;                  /* the leases must shrink to the new peaks */
 }
 
@@ -127,7 +129,6 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
 {
     *out = a->stats;
     out->oversize_allocations = a->oversize_pools[CCA_POOL_ALL];
-    out->oversize_segments = a->oversize_segments;
     out->max_split_size = a->cfg.max_split_size == SIZE_MAX ? -1 : (int64_t)a->cfg.max_split_size;
     int64_t host = a->host_bytes;
     for (const cca_stream_t *st = a->streams; st; st = st->next) host += _cca_stream_host_bytes(st);

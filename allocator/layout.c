@@ -17,16 +17,12 @@
 #define SCOPE_(type, name, dims, doc) FIELD_(cca_scope_result_t, type, name, dims, doc)
 #define HISTORY_(type, name, dims, doc) FIELD_(cca_history_entry_t, type, name, dims, doc)
 #define NOTICE_(type, name, dims, doc) FIELD_(cca_notice_t, type, name, dims, doc)
-/* cca_stats_t's three lists: per-pool stats, counters, the appended tail */
-#define STATS_POOL_(name, doc) FIELD_(cca_stats_t, cca_stat_t, name, , doc)
-#define STATS_CTR_(name, doc) FIELD_(cca_stats_t, int64_t, name, , doc)
-#define STATS_TAIL_(type, name, doc) FIELD_(cca_stats_t, type, name, , doc)
+#define STATS_(kind, name, doc) STATS_TYPED_(CCA_STATS_TYPE_##kind, name, doc)
+#define STATS_TYPED_(type, name, doc) FIELD_(cca_stats_t, type, name, , doc)   /* type expanded before # */
 
 static const cca_field_layout_t config_fields[] = { CCA_CONFIG_FIELDS(CONFIG_) };
 static const cca_field_layout_t stat_fields[] = { CCA_STAT_PARTS(STAT_) };
-static const cca_field_layout_t stats_fields[] = {
-    CCA_STAT_FIELDS(STATS_POOL_) CCA_COUNTER_FIELDS(STATS_CTR_) CCA_STATS_TAIL_FIELDS(STATS_TAIL_)
-};
+static const cca_field_layout_t stats_fields[] = { CCA_STATS_FIELDS(STATS_) };
 static const cca_field_layout_t size_class_fields[] = { CCA_SIZE_CLASS_FIELDS(SIZE_CLASS_) };
 static const cca_field_layout_t frag_fields[] = { CCA_FRAG_FIELDS(FRAG_) };
 static const cca_field_layout_t seg_fields[] = { CCA_SEGMENT_INFO_FIELDS(SEG_) };
@@ -35,6 +31,9 @@ static const cca_field_layout_t oom_fields[] = { CCA_OOM_REPORT_FIELDS(OOM_) };
 static const cca_field_layout_t scope_fields[] = { CCA_SCOPE_RESULT_FIELDS(SCOPE_) };
 static const cca_field_layout_t history_fields[] = { CCA_HISTORY_ENTRY_FIELDS(HISTORY_) };
 static const cca_field_layout_t notice_fields[] = { CCA_NOTICE_FIELDS(NOTICE_) };
+
+#define STATS_KIND_(kind, name, doc) { #name, #kind, doc },
+static const cca_stats_field_t stats_kinds[] = { CCA_STATS_FIELDS(STATS_KIND_) };
 
 #define N(x) (sizeof x / sizeof x[0])
 static const cca_struct_layout_t layouts[] = {
@@ -62,4 +61,10 @@ const cca_struct_layout_t *cca_struct_layout(const char *name)
     for (size_t i = 0; name && i < N(layouts); i++)
         if (!strcmp(layouts[i].name, name)) return &layouts[i];
     return NULL;
+}
+
+const cca_stats_field_t *cca_stats_fields(size_t *count)
+{
+    if (count) *count = N(stats_kinds);
+    return stats_kinds;
 }

@@ -246,7 +246,6 @@ struct cca_allocator {
     bool park_always;                                 /* tests: park every hot-path free it can (park.c) */
     bool refuse_admit;                                /* tests: the hot path never makes room past a lease */
     uint64_t lock_all_count;                          /* all-locked entries (tests: what a call took) */
-    cca_stat_t oversize_segments;                     /* segments of at least max_split_size (as PyTorch) */
     cca_stat_t oversize_pools[CCA_POOL_COUNT];        /* the shard stat behind stats.oversize_allocations */
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */

@@ -114,7 +114,7 @@ static void segment_install(cca_allocator_t *a, cca_stream_t *st, int pool, size
     int ps = pool;
     _cca_stat_add(a->stats.segment, ps, 1);
     _cca_stat_add(a->stats.reserved_bytes, ps, (int64_t)size);
-    if (_cca_oversize(a, size)) _cca_stat_update(&a->oversize_segments, 1);
+    if (_cca_oversize(a, size)) _cca_stat_update(&a->stats.oversize_segments, 1);
     a->stats.num_device_alloc++;
     if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
         a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
@@ -171,7 +171,7 @@ bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
     int ps = seg->pool;
     _cca_stat_add(a->stats.segment, ps, -1);
     _cca_stat_add(a->stats.reserved_bytes, ps, -(int64_t)seg->size);
-    if (_cca_oversize(a, seg->size)) _cca_stat_update(&a->oversize_segments, -1);
+    if (_cca_oversize(a, seg->size)) _cca_stat_update(&a->stats.oversize_segments, -1);
     a->stats.num_device_free++;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, seg->addr, seg->size, seg->stream->handle, 0, 0);
     if (seg->prev) seg->prev->next = seg->next;

@@ -89,44 +89,88 @@ typedef struct cca_config { CCA_CONFIG_FIELDS(CCA_MEMBER_) } cca_config_t;
 typedef struct cca_stat { CCA_STAT_PARTS(CCA_MEMBER_) } cca_stat_t;
 enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
 
-/* The stat fields, declared once: X(name, meaning). */
-#define CCA_STAT_FIELDS(X) \
-    X(allocation,           "live allocations (count)") \
-    X(segment,              "device segments (count); expandable: contiguous mapped ranges (PyTorch counts none)") \
-    X(active,               "allocated or awaiting stream events (count)") \
-    X(inactive_split,       "free blocks inside split segments (count; not expandable ones, as PyTorch)") \
-    X(allocated_bytes,      "rounded bytes handed out") \
-    X(reserved_bytes,       "bytes held from the device (expandable: physical handles, mapped or not)") \
-    X(active_bytes,         "allocated or awaiting stream events (bytes)") \
-    X(inactive_split_bytes, "free bytes inside split segments (not expandable ones)") \
-    X(requested_bytes,      "bytes the callers asked for")
-#define CCA_COUNTER_FIELDS(X) \
-    X(num_alloc_retries,    "device allocations retried after releasing the cache") \
-    X(num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned (cca_malloc_try's not counted)") \
-    X(num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
-    X(num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
-    X(num_sync_all_streams, "waits for all pending events")
-/* Appended later (fields are only ever appended): X(type, name, meaning). */
-#define CCA_STATS_TAIL_FIELDS(X) \
-    X(cca_stat_t, oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
-    X(cca_stat_t, oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
-    X(int64_t,    max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
-    X(int64_t,    host_bytes,           "host memory cca holds for its own bookkeeping") \
-    X(int64_t,    num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
-    X(int64_t,    num_handle_release,   "physical handles released (cuMemRelease)") \
-    X(cca_stat_t, unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
+/* cca_stats_t, declared once in struct order: CCA_STATS_FIELDS(X) calls
+ * X(kind, name, meaning) for each field (CCA_STATS_LIST_ is the list; its F
+ * selects), the kind one of
+ *   POOLED   a cca_stat_t per pool, indexed CCA_POOL_ALL/SMALL/LARGE
+ *   STAT     one cca_stat_t
+ *   COUNTER  an int64_t total, set to 0 by cca_reset_accumulated_stats
+ *   GAUGE    an int64_t figure now: no peak, never reset
+ *   SETTING  an int64_t setting
+ * The struct, the resets of peaks and totals, cca_check's invariants, the
+ * exported layout, cca_stats_fields() and the Python package's names all
+ * expand from this list. Fields are only ever appended. */
+#define CCA_STATS_LIST_(F, X) \
+    F(X, POOLED,  allocation,           "live allocations (count)") \
+    F(X, POOLED,  segment,              "device segments (count); expandable: contiguous mapped ranges (PyTorch counts none)") \
+    F(X, POOLED,  active,               "allocated or awaiting stream events (count)") \
+    F(X, POOLED,  inactive_split,       "free blocks inside split segments (count; not expandable ones, as PyTorch)") \
+    F(X, POOLED,  allocated_bytes,      "rounded bytes handed out") \
+    F(X, POOLED,  reserved_bytes,       "bytes held from the device (expandable: physical handles, mapped or not)") \
+    F(X, POOLED,  active_bytes,         "allocated or awaiting stream events (bytes)") \
+    F(X, POOLED,  inactive_split_bytes, "free bytes inside split segments (not expandable ones)") \
+    F(X, POOLED,  requested_bytes,      "bytes the callers asked for") \
+    F(X, COUNTER, num_alloc_retries,    "device allocations retried after releasing the cache") \
+    F(X, COUNTER, num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned (cca_malloc_try's not counted)") \
+    F(X, COUNTER, num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
+    F(X, COUNTER, num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
+    F(X, COUNTER, num_sync_all_streams, "waits for all pending events") \
+    F(X, STAT,    oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
+    F(X, STAT,    oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
+    F(X, SETTING, max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
+    F(X, GAUGE,   host_bytes,           "host memory cca holds for its own bookkeeping") \
+    F(X, COUNTER, num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
+    F(X, COUNTER, num_handle_release,   "physical handles released (cuMemRelease)") \
+    F(X, STAT,    unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
+
+/* Each kind's C type and array suffix. */
+#define CCA_STATS_TYPE_POOLED  cca_stat_t
+#define CCA_STATS_TYPE_STAT    cca_stat_t
+#define CCA_STATS_TYPE_COUNTER int64_t
+#define CCA_STATS_TYPE_GAUGE   int64_t
+#define CCA_STATS_TYPE_SETTING int64_t
+#define CCA_STATS_DIMS_POOLED  [CCA_POOL_COUNT]
+#define CCA_STATS_DIMS_STAT
+#define CCA_STATS_DIMS_COUNTER
+#define CCA_STATS_DIMS_GAUGE
+#define CCA_STATS_DIMS_SETTING
+
+#define CCA_STATS_ALL_(X, kind, name, doc) X(kind, name, doc)
+#define CCA_STATS_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_ALL_, X)
+
+/* The list's fields of one kind, X(name, meaning): CCA_STAT_FIELDS the
+ * POOLED ones, CCA_COUNTER_FIELDS the COUNTER ones. */
+#define CCA_STAT_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_POOLED_, X)
+#define CCA_COUNTER_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_COUNTER_, X)
+#define CCA_STATS_POOLED_(X, kind, name, doc) CCA_STATS_ONLY_##kind##_POOLED(X, name, doc)
+#define CCA_STATS_COUNTER_(X, kind, name, doc) CCA_STATS_ONLY_##kind##_COUNTER(X, name, doc)
+#define CCA_STATS_YES_(X, name, doc) X(name, doc)
+#define CCA_STATS_NO_(X, name, doc)
+#define CCA_STATS_ONLY_POOLED_POOLED   CCA_STATS_YES_
+#define CCA_STATS_ONLY_STAT_POOLED     CCA_STATS_NO_
+#define CCA_STATS_ONLY_COUNTER_POOLED  CCA_STATS_NO_
+#define CCA_STATS_ONLY_GAUGE_POOLED    CCA_STATS_NO_
+#define CCA_STATS_ONLY_SETTING_POOLED  CCA_STATS_NO_
+#define CCA_STATS_ONLY_POOLED_COUNTER  CCA_STATS_NO_
+#define CCA_STATS_ONLY_STAT_COUNTER    CCA_STATS_NO_
+#define CCA_STATS_ONLY_COUNTER_COUNTER CCA_STATS_YES_
+#define CCA_STATS_ONLY_GAUGE_COUNTER   CCA_STATS_NO_
+#define CCA_STATS_ONLY_SETTING_COUNTER CCA_STATS_NO_
 
 typedef struct cca_stats {
-#define CCA_STAT_MEMBER_(name, doc) cca_stat_t name[CCA_POOL_COUNT];
-    CCA_STAT_FIELDS(CCA_STAT_MEMBER_)
-#undef CCA_STAT_MEMBER_
-#define CCA_COUNTER_MEMBER_(name, doc) int64_t name;
-    CCA_COUNTER_FIELDS(CCA_COUNTER_MEMBER_)
-#undef CCA_COUNTER_MEMBER_
-#define CCA_TAIL_MEMBER_(type, name, doc) type name;
-    CCA_STATS_TAIL_FIELDS(CCA_TAIL_MEMBER_)
-#undef CCA_TAIL_MEMBER_
+#define CCA_STATS_MEMBER_(kind, name, doc) CCA_STATS_TYPE_##kind name CCA_STATS_DIMS_##kind;
+    CCA_STATS_FIELDS(CCA_STATS_MEMBER_)
+#undef CCA_STATS_MEMBER_
 } cca_stats_t;
+
+/* The list above as a table, for bindings: each field's name, its kind as
+ * the list writes it ("POOLED", "STAT", "COUNTER", "GAUGE", "SETTING") and
+ * meaning, in struct order; *count (may be NULL) gets how many. Offsets and
+ * types: cca_struct_layout("cca_stats_t"). This descriptor never grows. */
+typedef struct cca_stats_field {
+    const char *name, *kind, *doc;
+} cca_stats_field_t;
+CCA_API const cca_stats_field_t *cca_stats_fields(size_t *count);
 
 /* Fills cfg with the defaults (PyTorch's rules: no split limit, 512 B
  * rounding, no cap, no garbage collection, device 0). */

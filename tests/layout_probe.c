@@ -59,16 +59,14 @@ int cca_probe_fill(const char *name, void *out)
     int i = 0;
     if (!strcmp(name, "cca_stats_t")) {
         cca_stats_t *s = out;
-#define POOL_(name, doc) ++i; for (int j = 0; j < CCA_POOL_COUNT; j++) fill_stat(&s->name[j], i * 100 + j * 10);
-        CCA_STAT_FIELDS(POOL_)
-#undef POOL_
-#define CTR_(name, doc) ++i; s->name = i * 1000 + 1;
-        CCA_COUNTER_FIELDS(CTR_)
-#undef CTR_
-#define TAIL_(type, name, doc) ++i; if (!strcmp(#type, "cca_stat_t")) fill_stat((cca_stat_t *)(void *)&s->name, i * 100); \
-                               else *(int64_t *)(void *)&s->name = i * 1000 + 1;
-        CCA_STATS_TAIL_FIELDS(TAIL_)
-#undef TAIL_
+#define FILL_POOLED_(f) for (int j = 0; j < CCA_POOL_COUNT; j++) fill_stat(&(f)[j], i * 100 + j * 10);
+#define FILL_STAT_(f) fill_stat(&(f), i * 100);
+#define FILL_COUNTER_(f) (f) = i * 1000 + 1;
+#define FILL_GAUGE_(f) FILL_COUNTER_(f)
+#define FILL_SETTING_(f) FILL_COUNTER_(f)
+#define FIELD_(kind, name, doc) ++i; FILL_##kind##_(s->name)
+        CCA_STATS_FIELDS(FIELD_)
+#undef FIELD_
         return i;
     }
 #define STRUCT_(sname, type_t, LIST)                                  \

@@ -782,3 +782,78 @@ Test(contracts, a_corrupted_allocator_is_its_own_status)
     free_ok(a, p);
     cca_destroy(a);
 }
+
+/* cca_stats_t's one list: the kinds table, the layout and the struct agree,
+ * and each kind is what its fields are. */
+Test(contracts, the_stats_list_gives_every_field_a_kind)
+{
+    size_t n = 0;
+    const cca_stats_field_t *k = cca_stats_fields(&n);
+    const cca_struct_layout_t *s = cca_struct_layout("cca_stats_t");
+    cr_assert_eq(n, s->n_fields);
+    cr_assert_eq(n, 21);
+    size_t pooled = 0;
+    for (size_t i = 0; i < n; i++) {
+        const cca_field_layout_t *f = &s->fields[i];
+        cr_assert_str_eq(k[i].name, f->name);
+        cr_assert(k[i].doc && k[i].doc[0]);
+        if (!strcmp(k[i].kind, "POOLED")) {
+            pooled++;
+            cr_assert(!strcmp(f->type, "cca_stat_t") && f->count == CCA_POOL_COUNT, "%s", f->name);
+        } else if (!strcmp(k[i].kind, "STAT")) {
+            cr_assert(!strcmp(f->type, "cca_stat_t") && f->count == 1, "%s", f->name);
+        } else {
+            cr_assert(!strcmp(k[i].kind, "COUNTER") || !strcmp(k[i].kind, "GAUGE") || !strcmp(k[i].kind, "SETTING"),
+                      "%s: kind %s", f->name, k[i].kind);
+            cr_assert(!strcmp(f->type, "int64_t") && f->count == 1, "%s", f->name);
+        }
+    }
+    cr_assert_eq(pooled, 9);
+    cr_assert_str_eq(k[9].name, "num_alloc_retries");
+    cr_assert_str_eq(k[9].kind, "COUNTER");
+    cr_assert_str_eq(k[16].name, "max_split_size");
+    cr_assert_str_eq(k[16].kind, "SETTING");
+    cr_assert_str_eq(k[17].kind, "GAUGE");
+    cr_assert_str_eq(k[20].name, "unmapped_bytes");
+    cr_assert_str_eq(k[20].kind, "STAT");
+    size_t views = 0;
+#define COUNT_(name, doc) views++;
+    CCA_STAT_FIELDS(COUNT_) CCA_COUNTER_FIELDS(COUNT_)
+#undef COUNT_
+    cr_assert_eq(views, 9 + 7);
+    cr_assert_not_null(cca_stats_fields(NULL));
+}
+
+/* The resets follow the kinds: oversize_segments (a STAT) keeps its current
+ * through both; a COUNTER goes to 0; cca_check holds each kind's invariant. */
+Test(contracts, resets_and_check_follow_each_fields_kind)
+{
+    cca_allocator_t *a = make_alloc("max_split_size_mb:64");
+    void *p = alloc_ok(a, 80 << 20, 0), *q = alloc_ok(a, 90 << 20, 0);
+    free_ok(a, q);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    cca_stats_t s;
+    cr_assert_eq(cca_get_stats(a, &s), CCA_OK);
+    cr_assert(s.oversize_segments.current == 1 && s.oversize_segments.peak == 2 && s.oversize_segments.allocated == 2 &&
+              s.oversize_segments.freed == 1);
+    cr_assert_eq(s.num_device_alloc, 2);
+    cr_assert_eq(cca_reset_peak_stats(a), CCA_OK);
+    cr_assert_eq(cca_reset_accumulated_stats(a), CCA_OK);
+    cr_assert_eq(cca_get_stats(a, &s), CCA_OK);
+    cr_assert(s.oversize_segments.current == 1 && s.oversize_segments.peak == 1 && s.oversize_segments.allocated == 0 &&
+              s.oversize_segments.freed == 0);
+    cr_assert_eq(s.num_device_alloc, 0);
+    cr_assert_eq(s.max_split_size, 64 << 20, "a setting is never reset");
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    a->stats.unmapped_bytes.peak = -1;                /* no walk counts it: the kind's invariant must */
+    cr_assert_eq(cca_check(a), CCA_ERROR_CORRUPTED);
+    cr_assert(strstr(cca_last_error_string(), "unmapped_bytes") != NULL, "%s", cca_last_error_string());
+    a->stats.unmapped_bytes.peak = 0;
+    a->stats.num_handle_create = -3;
+    cr_assert_eq(cca_check(a), CCA_ERROR_CORRUPTED);
+    cr_assert(strstr(cca_last_error_string(), "num_handle_create") != NULL, "%s", cca_last_error_string());
+    a->stats.num_handle_create = 0;
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    free_ok(a, p);
+    cca_destroy(a);
+}

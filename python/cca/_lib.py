@@ -246,6 +246,7 @@ def _declare(lib):
         "cca_last_error_string": (c.c_char_p, []),
         "cca_struct_layouts": (c.POINTER(_StructLayout), [c.POINTER(sz)]),
         "cca_config_keys": (vp, [c.POINTER(sz)]),
+        "cca_stats_fields": (vp, [c.POINTER(sz)]),
         "cca_stream_retire": (st, [vp, vp]),
         "cca_watch_threshold_queued": (st, [vp, i, sz, c.POINTER(c.c_uint64)]),
         "cca_unwatch": (st, [vp, c.c_uint64]),

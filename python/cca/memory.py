@@ -24,8 +24,6 @@ __all__ = [
     "expandable_stats", "fragmentation", "check",
 ]
 
-_STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
-          "active_bytes", "inactive_split_bytes", "requested_bytes")
 _POOLS = ("all", "small_pool", "large_pool")
 _PARTS = ("current", "peak", "allocated", "freed")
 
@@ -52,6 +50,21 @@ def config_keys():
     return {rows[i][0].decode(): tuple(x.decode() for x in rows[i][1:]) for i in range(n.value)}
 
 
+_KINDS = {}
+
+
+def _stats_kinds():
+    """cca_stats_t's fields, each with its kind, from the library's list
+    (cca_stats_fields): {name: "POOLED" | "STAT" | "COUNTER" | "GAUGE" |
+    "SETTING"}, in struct order."""
+    if not _KINDS:
+        n = ctypes.c_size_t()
+        ptr = _lib.lib().cca_stats_fields(ctypes.byref(n))
+        rows = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_char_p * 3))
+        _KINDS.update((rows[i][0].decode(), rows[i][1].decode()) for i in range(n.value))
+    return dict(_KINDS)
+
+
 def _stat_dict(stat):
     return {p: int(getattr(stat, p)) for p in _PARTS}
 
@@ -74,20 +87,22 @@ def memory_stats_as_nested_dict(device=None):
     num_ooms, so 0) and reserved_bytes_by_private_pools (per private pool:
     cca has none, so {}) where torch has them."""
     s = _core.stats(device)
+    kinds = _stats_kinds()
+    absent = {"num_oom_rejections": 0, "reserved_bytes_by_private_pools": {}}   # torch's, not cca's
     out = {}
-    for name in _COUNTERS:
-        if _torchinfo.has(name):
-            out[name] = int(getattr(s, name)) if name != "num_oom_rejections" else 0
-    for name in _NESTED:
+    for name in _COUNTERS + _NESTED:
         if not _torchinfo.has(name):
             continue
-        if name == "reserved_bytes_by_private_pools":
-            out[name] = {}
-        elif name.startswith("oversize_"):
-            out[name] = _stat_dict(getattr(s, name))
-        else:
+        kind = kinds.get(name)
+        if kind is None:
+            out[name] = absent[name]
+        elif kind == "POOLED":
             arr = getattr(s, name)
             out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
+        elif kind == "STAT":
+            out[name] = _stat_dict(getattr(s, name))
+        else:
+            out[name] = int(getattr(s, name))
     return out
 
 

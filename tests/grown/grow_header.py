@@ -14,7 +14,7 @@ import sys
 # list -> the entry appended (its X() arity follows the list's own)
 GROWABLE = {
     "CCA_CONFIG_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
-    "CCA_STATS_TAIL_FIELDS": 'X(cca_stat_t, grown_by_test_, "appended by tests/grown")',
+    "CCA_STATS_LIST_": 'F(X, STAT, grown_by_test_, "appended by tests/grown")',
     "CCA_FRAG_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_SEGMENT_INFO_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_BLOCK_INFO_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
@@ -25,8 +25,9 @@ GROWABLE = {
 }
 FIXED = {
     "CCA_STAT_PARTS": "cca_stat_t sits in arrays of cca_stats_t: it never grows",
-    "CCA_STAT_FIELDS": "the middle of cca_stats_t: appended fields go to CCA_STATS_TAIL_FIELDS",
-    "CCA_COUNTER_FIELDS": "the middle of cca_stats_t: appended fields go to CCA_STATS_TAIL_FIELDS",
+    "CCA_STATS_FIELDS": "a view of CCA_STATS_LIST_ (grown there)",
+    "CCA_STAT_FIELDS": "a view of CCA_STATS_LIST_ (grown there)",
+    "CCA_COUNTER_FIELDS": "a view of CCA_STATS_LIST_ (grown there)",
     "CCA_SIZE_CLASS_FIELDS": "cca_size_class_t sits in an array of cca_frag_t: it never grows",
     "CCA_CONFIG_KEYS": "the configuration keys, no struct",
 }
@@ -36,7 +37,7 @@ def grow(src, seen):
     lines = open(src).read().split("\n")
     out, i = [], 0
     while i < len(lines):
-        m = re.match(r"#define (CCA_\w+)\(X\)", lines[i])
+        m = re.match(r"#define (CCA_\w+)\((?:F, )?X\)", lines[i])
         if not m:
             out.append(lines[i])
             i += 1

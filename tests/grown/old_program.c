@@ -90,15 +90,12 @@ static void field(const char *st, const char *name, const void *p, size_t n)
 }
 
 #define FIELD4_(type, name, dims, doc) field(st, #name, &v->name, sizeof v->name);
-#define STAT2_(name, doc) field(st, #name, &v->name, sizeof v->name);
-#define TAIL3_(type, name, doc) field(st, #name, &v->name, sizeof v->name);
+#define STAT3_(kind, name, doc) field(st, #name, &v->name, sizeof v->name);
 
 static void print_config(const char *st, const cca_config_t *v) { CCA_CONFIG_FIELDS(FIELD4_) }
 static void print_stats(const char *st, const cca_stats_t *v)
 {
-    CCA_STAT_FIELDS(STAT2_)
-    CCA_COUNTER_FIELDS(STAT2_)
-    CCA_STATS_TAIL_FIELDS(TAIL3_)
+    CCA_STATS_FIELDS(STAT3_)
 }
 static void print_frag(const char *st, const cca_frag_t *v) { CCA_FRAG_FIELDS(FIELD4_) }
 static void print_seg(const char *st, const cca_segment_info_t *v) { CCA_SEGMENT_INFO_FIELDS(FIELD4_) }
