@@ -1,5 +1,6 @@
 /* config.c - the configuration: defaults, the one table of keys
- * (CCA_CONFIG_KEYS in cca.h) with the checks both paths share, PyTorch's
+ * (CCA_CONFIG_KEY_TABLE in cca.h, read by type: the checks both paths
+ * and the cap setters share, the messages, the defaults), PyTorch's
  * "key:value,..." syntax (CCA_CONF), and request rounding (512 B, or
  * roundup_power2_divisions). */
 #include <ctype.h>
@@ -16,25 +17,11 @@
 
 #define MB ((size_t)1 << 20)
 
-static void config_defaults(cca_config_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->max_split_size = SIZE_MAX;
-}
-
-void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
-{
-    if (!cfg || cfg_size < CCA_V1_CONFIG) return;
-    cca_config_t c;
-    config_defaults(&c);
-    _cca_copy_out(cfg, cfg_size, &c, sizeof c);
-}
-
-/* ---- the keys: one table, from CCA_CONFIG_KEYS --------------------------- */
+/* ---- the keys: one table, from CCA_CONFIG_KEY_TABLE ---------------------- */
 
 enum {
-#define KEY_ENUM_(name, value, range, def, doc) K_##name,
-    CCA_CONFIG_KEYS(KEY_ENUM_)
+#define KEY_ENUM_(name, type, field, off, lo, hi, value, range, def, doc) K_##name,
+    CCA_CONFIG_KEY_TABLE(KEY_ENUM_)
 #undef KEY_ENUM_
     K_COUNT
 };
@@ -51,59 +38,129 @@ const cca_config_key_t *cca_config_keys(size_t *count)
     return keys;
 }
 
-#define MIN_FRACTION 0x1p-40                         /* below: not a share of any device */
-#define MAX_DIVISIONS (1u << 20)
-#define MAX_MB ((unsigned long long)(INT64_MAX / MB))   /* byte counts stay within int64 (the statistics') */
+/* What the table says of each key's value, typed. */
+typedef enum { T_MIB, T_INTEGER, T_NUMBER, T_OPEN, T_BOOL, T_DIVISIONS, T_PRESET, T_PATH } key_type_t;
+typedef struct key_spec {
+    key_type_t type;
+    const char *field;                                /* the cca_config_t member ("" for a preset) */
+    size_t offset, size;
+    unsigned long long off_u, lo_u, hi_u;             /* integer types (MIB in bytes) */
+    double off_d, lo_d, hi_d;                         /* NUMBER, OPEN */
+} key_spec_t;
+
+#define SPEC_AT_(field) offsetof(cca_config_t, field), sizeof(((cca_config_t *)0)->field)
+#define SPEC_AT_MIB(field) SPEC_AT_(field)
+#define SPEC_AT_INTEGER(field) SPEC_AT_(field)
+#define SPEC_AT_NUMBER(field) SPEC_AT_(field)
+#define SPEC_AT_OPEN(field) SPEC_AT_(field)
+#define SPEC_AT_BOOL(field) SPEC_AT_(field)
+#define SPEC_AT_DIVISIONS(field) SPEC_AT_(field)
+#define SPEC_AT_PATH(field) SPEC_AT_(field)
+#define SPEC_AT_PRESET(field) 0, 0
+static const key_spec_t specs[K_COUNT] = {
+#define KEY_SPEC_(name, type, field, off, lo, hi, value, range, def, doc) \
+    { T_##type, #field, SPEC_AT_##type(field), (unsigned long long)(off), (unsigned long long)(lo), \
+      (unsigned long long)(hi), (double)(off), (double)(lo), (double)(hi) },
+    CCA_CONFIG_KEY_TABLE(KEY_SPEC_)
+#undef KEY_SPEC_
+};
+
+static void *spec_field(cca_config_t *c, int k) { return (char *)c + specs[k].offset; }
+static const void *spec_cfield(const cca_config_t *c, int k) { return (const char *)c + specs[k].offset; }
+
+/* Every key's field at its off value; device 0. */
+static void config_defaults(cca_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int k = 0; k < K_COUNT; k++) {
+        const key_spec_t *sp = &specs[k];
+        if (sp->type == T_MIB || sp->type == T_INTEGER) *(size_t *)spec_field(cfg, k) = (size_t)sp->off_u;
+        else if (sp->type == T_NUMBER || sp->type == T_OPEN) *(double *)spec_field(cfg, k) = sp->off_d;
+        else if (sp->type == T_BOOL) *(int *)spec_field(cfg, k) = (int)sp->off_u;
+    }
+}
+
+void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
+{
+    if (!cfg || cfg_size < CCA_V1_CONFIG) return;
+    cca_config_t c;
+    config_defaults(&c);
+    _cca_copy_out(cfg, cfg_size, &c, sizeof c);
+}
 
 static bool config_pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
 
-/* The checks of the struct's fields, shared by both paths: NULL when the
- * value is good, else what is wrong (naming the key). */
-static const char *config_check_field(const cca_config_t *c, int k)
+/* Whether a number is in the key's bounds (NaN never is). */
+static bool spec_number_ok(const key_spec_t *sp, double d)
 {
-    switch (k) {
-    case K_max_split_size_mb:
-        return c->max_split_size != SIZE_MAX && (c->max_split_size <= CCA_LARGE_BUFFER || c->max_split_size > (size_t)INT64_MAX)
-             ? "max_split_size_mb (max_split_size) must be above 20 MiB and below 2^63 bytes, or unlimited" : NULL;
-    case K_roundup_power2_divisions:
-        for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++)
-            if (!config_pow2_or_zero(c->roundup_power2_divisions[i]) || c->roundup_power2_divisions[i] > MAX_DIVISIONS)
-                return "roundup_power2_divisions must each be 0 or a power of 2 up to 1048576";
-        return NULL;
-    case K_garbage_collection_threshold:
-        return !(c->garbage_collection_threshold >= 0.0 && c->garbage_collection_threshold < 1.0)
-             ? "garbage_collection_threshold must be in (0, 1), or 0 for off" : NULL;
-    case K_memory_fraction:
-        return !(c->memory_fraction == 0.0 || (c->memory_fraction >= MIN_FRACTION && c->memory_fraction <= 1.0))
-             ? "memory_fraction must be in [2^-40, 1], or 0 for no cap" : NULL;
-    case K_memory_limit_mb:
-        return c->memory_limit && (c->memory_limit < CCA_SMALL_BUFFER || c->memory_limit > (size_t)INT64_MAX)
-             ? "memory_limit_mb (memory_limit) must be at least 2 MiB and below 2^63 bytes, or 0 for no cap" : NULL;
-    case K_release_before_grow:
-        return c->release_before_grow != 0 && c->release_before_grow != 1 ? "release_before_grow must be 0 or 1" : NULL;
-    case K_segment_growth_percent:
-        return c->segment_growth_percent > 1000 ? "segment_growth_percent must be from 0 to 1000" : NULL;
-    case K_expandable_segments:
-        return c->expandable_segments != 0 && c->expandable_segments != 1 ? "expandable_segments must be 0 or 1" : NULL;
-    case K_trace_file:
-        return !memchr(c->trace_file, 0, sizeof c->trace_file) ? "trace_file must end within its 1024 bytes" : NULL;
+    return sp->type == T_OPEN ? d > sp->lo_d && d < sp->hi_d : d >= sp->lo_d && d <= sp->hi_d;
+}
+
+/* The struct's field of key k against the table, shared by both paths:
+ * true when good, else what is wrong (naming the key and its field) in why. */
+static bool config_field_ok(const cca_config_t *c, int k, char *why, size_t len)
+{
+    const key_spec_t *sp = &specs[k];
+    const void *f = spec_cfield(c, k);
+    const char *name = keys[k].name;
+    switch (sp->type) {
+    case T_MIB:
+    case T_INTEGER: {
+        unsigned long long v = *(const size_t *)f;
+        if (v == sp->off_u || (v >= sp->lo_u && v <= sp->hi_u)) return true;
+        snprintf(why, len, "%s (%s) is %llu: it must be %llu .. %llu%s, or %llu: %s", name, sp->field, v, sp->lo_u,
+                 sp->hi_u, sp->type == T_MIB ? " bytes" : "", sp->off_u, keys[k].default_value);
+        return false;
+    }
+    case T_NUMBER:
+    case T_OPEN: {
+        double d = *(const double *)f;
+        if (d == sp->off_d || spec_number_ok(sp, d)) return true;
+        snprintf(why, len, "%s is %g: it must be in %s, or %g: %s", name, d, keys[k].range, sp->off_d,
+                 keys[k].default_value);
+        return false;
+    }
+    case T_BOOL:
+        if (*(const int *)f == 0 || *(const int *)f == 1) return true;
+        snprintf(why, len, "%s is %d: it must be 0 or 1", name, *(const int *)f);
+        return false;
+    case T_DIVISIONS:
+        for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) {
+            unsigned v = ((const unsigned *)f)[i];
+            if (config_pow2_or_zero(v) && v <= sp->hi_u) continue;
+            snprintf(why, len, "%s[%d] is %u: each must be 0 or a power of 2 up to %llu", name, i, v, sp->hi_u);
+            return false;
+        }
+        return true;
+    case T_PATH:
+        if (memchr(f, 0, sp->size)) return true;
+        snprintf(why, len, "%s must end within its %zu bytes", name, sp->size);
+        return false;
     default:
-        return NULL;
+        return true;
     }
 }
 
 cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total)
 {
+    char why[256];
     if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
-    for (int k = 0; k < K_COUNT; k++) {
-        const char *why = config_check_field(c, k);
-        if (why) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
-    }
+    for (int k = 0; k < K_COUNT; k++)
+        if (!config_field_ok(c, k, why, sizeof why)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
     if (device_total && c->memory_fraction > 0.0 && c->memory_fraction * (double)device_total < (double)CCA_SMALL_BUFFER)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
                          "cca_create: memory_fraction %g of device %d's %zu bytes leaves no room for one 2 MiB segment",
                          c->memory_fraction, c->device, device_total);
     return CCA_OK;
+}
+
+/* The run-time setters' check of one key (cca_set_memory_fraction, ...). */
+bool _cca_config_key_ok(const cca_config_t *c, const char *key, char *why, size_t len)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (!strcmp(keys[k].name, key)) return config_field_ok(c, k, why, len);
+    snprintf(why, len, "%s is no configuration key", key);
+    return false;
 }
 
 /* ---- the string: tokens of any length, parsed in a copy -------------------- */
@@ -135,6 +192,13 @@ static cca_status_t config_bad(parser_t *ps, const char *fmt, ...)
     va_end(ap);
     if (ps->err && ps->err_len) snprintf(ps->err, ps->err_len, "%s", text);
     return _cca_fail(CCA_ERROR_INVALID_CONFIG, "%s", text);
+}
+
+/* A value the key's type does not take: the table's words for what it takes. */
+static cca_status_t config_bad_value(parser_t *ps, int k, const char *v)
+{
+    char sh[64];
+    return config_bad(ps, "%s: '%s' must be %s: %s", keys[k].name, config_shown(v, sh), keys[k].value, keys[k].range);
 }
 
 static char *config_trim(char *s)
@@ -203,8 +267,9 @@ static cca_status_t config_parse_division_list(parser_t *ps, char *list, cca_con
         *colon = 0;
         char *k = config_trim(item), *v = config_trim(colon + 1);
         unsigned long long mb = 0, div;
-        if (!config_parse_u64(v, &div) || !config_pow2_or_zero(div) || div > MAX_DIVISIONS)
-            return config_bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2 up to 1048576", config_shown(v, sh));
+        if (!config_parse_u64(v, &div) || !config_pow2_or_zero(div) || div > specs[K_roundup_power2_divisions].hi_u)
+            return config_bad(ps, "roundup_power2_divisions: divisions '%s' must be 0 or a power of 2 up to %llu", config_shown(v, sh),
+                              specs[K_roundup_power2_divisions].hi_u);
         if (rest) return config_bad(ps, "roundup_power2_divisions: '%s' after '>', which must come last and once", config_shown(k, sh));
         if (strcmp(k, ">") == 0) {
             for (int i = next; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)div;
@@ -247,9 +312,8 @@ static cca_status_t config_apply_roundup(parser_t *ps, char *v, cca_config_t *c)
         v[n - 1] = 0;
         return config_parse_division_list(ps, v + 1, c);
     }
-    if (!config_parse_u64(v, &u) || !config_pow2_or_zero(u) || u > MAX_DIVISIONS)
-        return config_bad(ps, "roundup_power2_divisions: '%s' must be 0 or a power of 2 up to 1048576, or a list [MB:N,...,>:N]",
-                   config_shown(v, sh));
+    if (!config_parse_u64(v, &u) || !config_pow2_or_zero(u) || u > specs[K_roundup_power2_divisions].hi_u)
+        return config_bad_value(ps, K_roundup_power2_divisions, v);
     for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) c->roundup_power2_divisions[i] = (unsigned)u;
     return CCA_OK;
 }
@@ -259,7 +323,7 @@ static cca_status_t config_apply_preset(parser_t *ps, const char *v, cca_config_
 {
     char sh[64];
     if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
-        return config_bad(ps, "preset: '%s' is not a preset (accepted: pytorch, lean, expandable)", config_shown(v, sh));
+        return config_bad(ps, "preset: '%s' is not a preset (accepted: %s)", config_shown(v, sh), keys[K_preset].range);
     for (int j = 0; j < K_COUNT; j++)
         if (ps->given[j] && config_preset_sets(v, j))
             return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
@@ -277,53 +341,40 @@ static cca_status_t config_apply_preset(parser_t *ps, const char *v, cca_config_
     return CCA_OK;
 }
 
+/* The string's value v of key k, read and checked as the table types it. */
 static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
 {
-    char sh[64];
+    const key_spec_t *sp = &specs[k];
+    void *f = spec_field(c, k);
     unsigned long long u;
     double d;
-    switch (k) {
-    case K_max_split_size_mb:
-        if (!config_parse_u64(v, &u) || u <= CCA_LARGE_BUFFER / MB || u > MAX_MB)
-            return config_bad(ps, "max_split_size_mb: '%s' must be an integer above 20 (MiB)", config_shown(v, sh));
-        c->max_split_size = (size_t)u * MB;
-        break;
-    case K_roundup_power2_divisions:
+    int b;
+    switch (sp->type) {
+    case T_MIB:                                       /* u <= hi / MB: no overflow */
+        if (!config_parse_u64(v, &u) || u > sp->hi_u / MB || u * MB < sp->lo_u) return config_bad_value(ps, k, v);
+        *(size_t *)f = (size_t)(u * MB);
+        return CCA_OK;
+    case T_INTEGER:
+        if (!config_parse_u64(v, &u) || u < sp->lo_u || u > sp->hi_u) return config_bad_value(ps, k, v);
+        *(size_t *)f = (size_t)u;
+        return CCA_OK;
+    case T_NUMBER:
+    case T_OPEN:
+        if (!config_parse_double(v, &d) || !spec_number_ok(sp, d)) return config_bad_value(ps, k, v);
+        *(double *)f = d;
+        return CCA_OK;
+    case T_BOOL:
+        if (!config_parse_bool(v, &b)) return config_bad_value(ps, k, v);
+        *(int *)f = b;
+        return CCA_OK;
+    case T_DIVISIONS:
         return config_apply_roundup(ps, v, c);
-    case K_garbage_collection_threshold:
-        if (!config_parse_double(v, &d) || d <= 0.0 || d >= 1.0)
-            return config_bad(ps, "garbage_collection_threshold: '%s' must be a number between 0 and 1 (exclusive)", config_shown(v, sh));
-        c->garbage_collection_threshold = d;
-        break;
-    case K_memory_fraction:
-        if (!config_parse_double(v, &d) || d < MIN_FRACTION || d > 1.0)
-            return config_bad(ps, "memory_fraction: '%s' must be a number in [2^-40, 1]", config_shown(v, sh));
-        c->memory_fraction = d;
-        break;
-    case K_memory_limit_mb:
-        if (!config_parse_u64(v, &u) || u < CCA_SMALL_BUFFER / MB || u > MAX_MB)
-            return config_bad(ps, "memory_limit_mb: '%s' must be an integer of at least 2 (MiB)", config_shown(v, sh));
-        c->memory_limit = (size_t)u * MB;
-        break;
-    case K_release_before_grow:
-        if (!config_parse_bool(v, &c->release_before_grow))
-            return config_bad(ps, "release_before_grow: '%s' must be True or False (any case; 1 and 0 too)", config_shown(v, sh));
-        break;
-    case K_segment_growth_percent:
-        if (!config_parse_u64(v, &u) || u > 1000)
-            return config_bad(ps, "segment_growth_percent: '%s' must be an integer from 0 to 1000", config_shown(v, sh));
-        c->segment_growth_percent = (size_t)u;
-        break;
-    case K_expandable_segments:
-        if (!config_parse_bool(v, &c->expandable_segments))
-            return config_bad(ps, "expandable_segments: '%s' must be True or False (any case; 1 and 0 too)", config_shown(v, sh));
-        break;
-    case K_trace_file:
-        if (strlen(v) >= sizeof c->trace_file)
-            return config_bad(ps, "trace_file: the path is %zu bytes, more than %zu", strlen(v), sizeof c->trace_file - 1);
-        memcpy(c->trace_file, v, strlen(v) + 1);
-        break;
-    case K_preset:
+    case T_PATH:
+        if (strlen(v) >= sp->size)
+            return config_bad(ps, "%s: the path is %zu bytes, more than %zu", keys[k].name, strlen(v), sp->size - 1);
+        memcpy(f, v, strlen(v) + 1);
+        return CCA_OK;
+    case T_PRESET:
         return config_apply_preset(ps, v, c);
     }
     return CCA_OK;

@@ -69,6 +69,7 @@ void         _cca_clear_error_text(void);             /* cca_last_error_string()
 /* config.c */
 size_t       _cca_round_size(const cca_config_t *cfg, size_t size);
 cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total);   /* 0: the device is not known yet */
+bool         _cca_config_key_ok(const cca_config_t *c, const char *key, char *why, size_t len);   /* one key of the table */
 
 /* alloc.c: the public calls and the all-locked path. */
 void   _cca_lock_all(cca_allocator_t *a);

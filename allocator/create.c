@@ -238,18 +238,30 @@ static cca_status_t create_change_cap(cca_allocator_t *a, const char *what, cons
     return CCA_OK;
 }
 
+/* The defaults, to check one setting against the key table. */
+static void create_probe_config(cca_config_t *c) { cca_config_init_sized(c, sizeof *c); }
+
 cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: allocator is NULL");
-    if (!(fraction >= 0.0 && fraction <= 1.0))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %g is not in [0, 1] (0: no fraction cap)",
-                         fraction);
+    cca_config_t probe;
+    char why[256];
+    create_probe_config(&probe);
+    probe.memory_fraction = fraction;
+    if (!_cca_config_key_ok(&probe, "memory_fraction", why, sizeof why))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %s", why);
     return create_change_cap(a, "cca_set_memory_fraction", &fraction, NULL);
 }
 
 cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes)
 {
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: allocator is NULL");
+    cca_config_t probe;
+    char why[256];
+    create_probe_config(&probe);
+    probe.memory_limit = bytes;
+    if (!_cca_config_key_ok(&probe, "memory_limit_mb", why, sizeof why))
+        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: %s", why);
     return create_change_cap(a, "cca_set_memory_limit", NULL, &bytes);
 }
 

@@ -179,30 +179,50 @@ CCA_PLAIN_(void, cca_config_init, (cca_config_t *cfg),
            cca_config_init_sized(cfg, sizeof *cfg))
 
 /* The configuration keys of cca_config_parse and CCA_CONF, declared once:
- * X(name, value, range, default, meaning). The parser, the validation of
- * both the string and the struct path, the error messages, the exported
- * table (cca_config_keys) and README's table all follow this list. */
-#define CCA_CONFIG_KEYS(X) \
-    X(max_split_size_mb, "integer (MiB)", "21 .. 8796093022207", "unlimited", \
-      "blocks this large are never split") \
-    X(roundup_power2_divisions, "N, or [MB:N,...,>:N]", "each N 0 or a power of 2 up to 1048576; MB a power of 2", "0", \
-      "round requests up to N steps per power-of-two interval (per interval from 1 MiB: PyTorch's rule)") \
-    X(garbage_collection_threshold, "number", "(0, 1)", "off", \
-      "with a cap, release unused cached segments, the longest unused first, once reserved passes this share of the cap") \
-    X(memory_fraction, "number", "[2^-40, 1], and at least one 2 MiB segment of the device", "no cap", \
-      "cap as a share of the device's memory (the smaller cap wins)") \
-    X(memory_limit_mb, "integer (MiB)", "2 .. 8796093022207", "no cap", \
-      "cap in MiB (the smaller cap wins)") \
-    X(release_before_grow, "True or False", "True, False, 1, 0", "False", \
-      "before a new segment would raise the reserved peak, return the growing stream's unused cached segments (the smallest that covers the excess first) if they keep the peak, while free memory or the cap's room is at least 4x what cca holds") \
-    X(segment_growth_percent, "integer", "0 .. 1000", "0", \
+ * CCA_CONFIG_KEY_TABLE(X) calls X(name, type, field, off, lo, hi, value,
+ * range, default, meaning) for each (the list: CCA_CONFIG_KEY_LIST_), read
+ * by the parser, both validation paths (the string's and cca_create's),
+ * the run-time cap setters, every message, the defaults, the exported
+ * table (cca_config_keys) and README's table (a test compares). type:
+ *   MIB       an integer of MiB, kept in bytes in field: lo .. hi bytes
+ *   INTEGER   an integer, lo .. hi
+ *   NUMBER    a decimal number in [lo, hi]
+ *   OPEN      a decimal number in (lo, hi)
+ *   BOOL      True or False (any case), 1 or 0, kept as 1 or 0
+ *   DIVISIONS N, or a list [MB:N,...,>:N]: each N 0 or a power of 2 up to hi
+ *   PRESET    one of the presets' names (no field)
+ *   PATH      text shorter than field (a char array)
+ * field is the cca_config_t member the key sets, off its default there,
+ * which turns the key off and is always accepted in the struct. */
+#define CCA_CONFIG_KEY_LIST_(F, X) \
+    F(X, max_split_size_mb, MIB, max_split_size, SIZE_MAX, 20971521, INT64_MAX, "an integer", \
+      "21 .. 8796093022207 (MiB)", "unlimited", "blocks this large are never split") \
+    F(X, roundup_power2_divisions, DIVISIONS, roundup_power2_divisions, 0, 0, 1048576, "N, or a list", \
+      "N or [MB:N,...,>:N]: N 0 or a power of 2 up to 1048576, MB a power of 2", "0", \
+      "round requests to N steps per power-of-two interval (PyTorch's rule)") \
+    F(X, garbage_collection_threshold, OPEN, garbage_collection_threshold, 0, 0, 1, "a number", "(0, 1)", "off", \
+      "with a cap, release unused cached segments once reserved passes this share of it") \
+    F(X, memory_fraction, NUMBER, memory_fraction, 0, 0x1p-40, 1, "a number", "[2^-40, 1]", "no cap", \
+      "cap as a share of the device's memory (at least one 2 MiB segment)") \
+    F(X, memory_limit_mb, MIB, memory_limit, 0, 2097152, INT64_MAX, "an integer", "2 .. 8796093022207 (MiB)", \
+      "no cap", "cap in MiB (the smaller cap wins)") \
+    F(X, release_before_grow, BOOL, release_before_grow, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
+      "return the growing stream's unused cached segments if that keeps the reserved peak from rising, while free memory or the cap's room is at least 4x what cca holds") \
+    F(X, segment_growth_percent, INTEGER, segment_growth_percent, 0, 0, 1000, "an integer", "0 .. 1000", "0", \
       "new segments are at least this share of the pool's reserved bytes") \
-    X(expandable_segments, "True or False", "True, False, 1, 0", "False", \
-      "one growing virtual range per stream and pool, mapped in physical handles; free handles unmapped when memory runs short") \
-    X(preset, "name", "pytorch, lean, expandable", "pytorch", \
-      "pytorch: the defaults; lean: release_before_grow:True,max_split_size_mb:128; expandable: expandable_segments:True") \
-    X(trace_file, "path", "a file cca can write, up to 1023 bytes, without ','; %d: the device", "off", \
-      "record every allocation and free to this CSV trace, to replay with cca-replay (cca_trace_start)")
+    F(X, expandable_segments, BOOL, expandable_segments, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
+      "one growing virtual range per stream and pool, mapped in physical handles") \
+    F(X, preset, PRESET, , 0, 0, 0, "a name", "pytorch, lean, expandable", "pytorch", \
+      "lean = release_before_grow:True,max_split_size_mb:128; expandable = expandable_segments:True") \
+    F(X, trace_file, PATH, trace_file, 0, 0, 0, "a path", "up to 1023 bytes, no ','; %d: the device", "off", \
+      "record every allocation and free, for cca-replay (cca_trace_start)")
+
+#define CCA_CONFIG_KEY_ALL_(X, name, type, field, off, lo, hi, value, range, def, doc) \
+    X(name, type, field, off, lo, hi, value, range, def, doc)
+#define CCA_CONFIG_KEY_TABLE(X) CCA_CONFIG_KEY_LIST_(CCA_CONFIG_KEY_ALL_, X)
+/* The table's text alone: X(name, value, range, default, meaning). */
+#define CCA_CONFIG_KEY_TEXT_(X, name, type, field, off, lo, hi, value, range, def, doc) X(name, value, range, def, doc)
+#define CCA_CONFIG_KEYS(X) CCA_CONFIG_KEY_LIST_(CCA_CONFIG_KEY_TEXT_, X)
 
 typedef struct cca_config_key {
     const char *name, *value, *range, *default_value, *doc;

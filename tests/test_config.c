@@ -1,5 +1,7 @@
 /* test_config.c - CCA_CONF / cca_config_parse, rounding, and the default
  * per-device allocators. */
+#include <math.h>
+#include <string.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +235,7 @@ Test(config, the_bad_string_table)
         { "garbage_collection_threshold:-inf", "garbage_collection_threshold" },
         { "max_split_size_mb:-64", "-64" },
         { "max_split_size_mb:18446744073709551616", "max_split_size_mb" },
-        { "memory_limit_mb:1", "at least 2" },
+        { "memory_limit_mb:1", "2 .. 8796093022207 (MiB)" },
         { "memory_limit_mb:17592186044416", "memory_limit_mb" },
         { "memory_limit_mb:8796093022208", "memory_limit_mb" },
         { "max_split_size_mb:8796093022208", "max_split_size_mb" },
@@ -331,8 +333,20 @@ Test(config, a_bad_cca_conf_is_refused_with_its_reason)
     cr_assert(strstr(cca_last_error_string(), "CCA_CONF: memory_limit_mb"), "%s", cca_last_error_string());
 }
 
-/* README's configuration table lists exactly the keys of CCA_CONFIG_KEYS. */
-Test(config, readme_lists_exactly_the_keys)
+/* README's configuration table is the key table: one row per key, in its
+ * order, each cell (backticks aside) the table's range, default and meaning. */
+static void readme_cell(char **at, char *out, size_t len)
+{
+    char *end = strstr(*at, " | ");
+    if (!end) end = *at + strcspn(*at, "|\n") - 1;
+    size_t n = 0;
+    for (char *p = *at; p < end && n + 1 < len; p++)
+        if (*p != '`') out[n++] = *p;
+    out[n] = 0;
+    *at = end + 3;
+}
+
+Test(config, readme_table_is_the_key_table)
 {
     const char *root = getenv("CCA_SOURCE_ROOT");
     if (!root) cr_skip_test("CCA_SOURCE_ROOT is not set");
@@ -340,28 +354,107 @@ Test(config, readme_lists_exactly_the_keys)
     snprintf(path, sizeof path, "%s/README.md", root);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot read %s", path);
-    char line[1024];
+    char line[2048];
     bool in = false;
-    size_t n_keys = 0, found = 0;
+    size_t n_keys = 0, row = 0;
     const cca_config_key_t *keys = cca_config_keys(&n_keys);
-    bool seen[64] = { false };
-    cr_assert_leq(n_keys, 64);
     while (fgets(line, sizeof line, f)) {
         if (!strncmp(line, "## ", 3)) in = strstr(line, "Configuration") != NULL;
         if (!in || strncmp(line, "| `", 3) != 0) continue;
-        char *end = strchr(line + 3, '`');
-        cr_assert_not_null(end);
-        *end = 0;
-        size_t k = 0;
-        while (k < n_keys && strcmp(keys[k].name, line + 3)) k++;
-        cr_assert_lt(k, n_keys, "README lists '%s', which is not a configuration key", line + 3);
-        cr_assert(!seen[k], "README lists '%s' twice", line + 3);
-        seen[k] = true;
-        found++;
+        cr_assert_lt(row, n_keys, "README's table has more rows than the %zu keys", n_keys);
+        const cca_config_key_t *k = &keys[row++];
+        char cell[4][512], *at = line + 2;
+        for (int c = 0; c < 4; c++) readme_cell(&at, cell[c], sizeof cell[c]);
+        cr_assert_str_eq(cell[0], k->name, "README's row %zu", row);
+        cr_assert_str_eq(cell[1], k->range, "README's value of %s", k->name);
+        cr_assert_str_eq(cell[2], k->default_value, "README's default of %s", k->name);
+        cr_assert_str_eq(cell[3], k->doc, "README's meaning of %s", k->name);
     }
     fclose(f);
-    for (size_t k = 0; k < n_keys; k++) cr_assert(seen[k], "README does not list the key '%s'", keys[k].name);
-    cr_assert_eq(found, n_keys);
+    cr_assert_eq(row, n_keys, "README's table has %zu rows for %zu keys", row, n_keys);
+}
+
+static bool parses(const char *key, const char *value)
+{
+    cca_config_t c;
+    cca_config_init(&c);
+    char conf[256], err[512];
+    snprintf(conf, sizeof conf, "%s:%s", key, value);
+    return cca_config_parse(&c, conf, err, sizeof err) == CCA_OK;
+}
+
+/* Each key's range text says exactly what the parser takes: its ends in,
+ * the values just past them out (integers, open and closed intervals). */
+Test(config, every_range_text_is_what_the_parser_takes)
+{
+    size_t n = 0;
+    const cca_config_key_t *keys = cca_config_keys(&n);
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = keys[i].name, *r = keys[i].range;
+        unsigned long long lo, hi;
+        char a[64], b[64], v[80];
+        if (sscanf(r, "%llu .. %llu", &lo, &hi) == 2) {
+            snprintf(v, sizeof v, "%llu", lo);
+            cr_assert(parses(key, v), "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%llu", hi);
+            cr_assert(parses(key, v), "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%llu", hi + 1);
+            cr_assert(!parses(key, v), "%s:%s (%s)", key, v, r);
+            if (lo) {
+                snprintf(v, sizeof v, "%llu", lo - 1);
+                cr_assert(!parses(key, v), "%s:%s (%s)", key, v, r);
+            }
+            checked++;
+        } else if ((r[0] == '(' || r[0] == '[') && sscanf(r + 1, "%63[^,], %63[^])]", a, b) == 2) {
+            double l = !strcmp(a, "2^-40") ? 0x1p-40 : strtod(a, NULL), h = strtod(b, NULL);
+            bool closed = r[0] == '[';
+            snprintf(v, sizeof v, "%.17g", l);
+            cr_assert_eq(parses(key, v), closed, "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%.17g", h);
+            cr_assert_eq(parses(key, v), closed, "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%.17g", nextafter(l, -1.0));
+            cr_assert(!parses(key, v), "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%.17g", nextafter(h, 2.0));
+            cr_assert(!parses(key, v), "%s:%s (%s)", key, v, r);
+            snprintf(v, sizeof v, "%.17g", (l + h) / 2);
+            cr_assert(parses(key, v), "%s:%s (%s)", key, v, r);
+            checked++;
+        } else if (!strcmp(r, "True, False, 1, 0")) {
+            cr_assert(parses(key, "True") && parses(key, "false") && parses(key, "1") && parses(key, "0"), "%s", key);
+            cr_assert(!parses(key, "2") && !parses(key, "yes"), "%s", key);
+            checked++;
+        }
+    }
+    cr_assert_eq(checked, 7, "the integer, number and boolean keys");
+}
+
+/* Both validation paths and the cap setters read the same bounds. */
+Test(config, the_struct_path_and_the_setters_keep_the_tables_bounds)
+{
+    cca_config_t c;
+    cca_config_init(&c);
+    cr_assert_eq(c.max_split_size, SIZE_MAX, "the table's off value is the default");
+    c.max_split_size = 20 * MiB;
+    cca_allocator_t *a = NULL;
+    cr_assert_eq(cca_create(&c, &a), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "max_split_size_mb (max_split_size) is 20971520") != NULL, "%s",
+              cca_last_error_string());
+    c.max_split_size = 20 * MiB + 1;
+    cr_assert_eq(cca_create(&c, &a), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(cca_set_memory_limit(a, (size_t)INT64_MAX + 1), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "cca_set_memory_limit: memory_limit_mb (memory_limit)") != NULL, "%s",
+              cca_last_error_string());
+    cr_assert_eq(cca_set_memory_fraction(a, 0x1p-41), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "[2^-40, 1]") != NULL, "%s", cca_last_error_string());
+    cr_assert_eq(cca_set_memory_fraction(a, 0.5), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(cca_set_memory_fraction(a, 0.0), CCA_OK);
+    cca_destroy(a);
+    cca_config_init(&c);
+    c.garbage_collection_threshold = 1.0;
+    cr_assert_eq(cca_create(&c, &a), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "garbage_collection_threshold is 1: it must be in (0, 1)") != NULL, "%s",
+              cca_last_error_string());
 }
 
 Test(config, default_allocators_configured_from_code_before_first_use)
@@ -402,7 +495,7 @@ Test(config, messages_say_how_to_fix_it)
     cr_assert(strstr(err, "did you mean") == NULL && strstr(err, "unknown key 'zzz'; accepted keys: ") != NULL, "%s",
               err);
     cr_assert_eq(cca_config_parse(&c, "expandable_segments:yes", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
-    cr_assert(strstr(err, "expandable_segments: 'yes' must be True or False (any case; 1 and 0 too)") != NULL, "%s", err);
+    cr_assert(strstr(err, "expandable_segments: 'yes' must be True or False: True, False, 1, 0") != NULL, "%s", err);
     cr_assert_eq(cca_config_parse(&c, "expandable_segments:tRuE", err, sizeof err), CCA_OK, "what the message says");
 
     cca_sim_set_device_count(1);

@@ -29,7 +29,9 @@ FIXED = {
     "CCA_STAT_FIELDS": "a view of CCA_STATS_LIST_ (grown there)",
     "CCA_COUNTER_FIELDS": "a view of CCA_STATS_LIST_ (grown there)",
     "CCA_SIZE_CLASS_FIELDS": "cca_size_class_t sits in an array of cca_frag_t: it never grows",
-    "CCA_CONFIG_KEYS": "the configuration keys, no struct",
+    "CCA_CONFIG_KEY_LIST_": "the configuration keys, no struct",
+    "CCA_CONFIG_KEY_TABLE": "a view of CCA_CONFIG_KEY_LIST_, no struct",
+    "CCA_CONFIG_KEYS": "a view of CCA_CONFIG_KEY_LIST_, no struct",
 }
 
 
