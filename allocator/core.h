@@ -7,56 +7,9 @@
 
 #include "model.h"
 
-/* ---- sized structs (see cca.h) ----
- * The size of each struct's first version: the fields it had when the
- * sized calls began (or when the struct was added), frozen as numbers so
- * that appending a field never changes them (tests/test_contracts.c pins
- * each to the offset of the first field appended after it). A caller's
- * size below it cannot be one of ours; the exported plain symbols
- * (compat.c) fill exactly these. LP64 (x86_64, aarch64) figures. */
-#define CCA_V1_STATS   904                    /* up to num_sync_all_streams */
-#define CCA_V1_CONFIG  120                    /* up to segment_growth_percent */
-#define CCA_V1_FRAG    3168                   /* up to classes */
-#define CCA_V1_SEG     64                     /* up to n_blocks */
-#define CCA_V1_BLOCK   56                     /* up to segment_address */
-#define CCA_V1_OOM     496                    /* up to advice */
-#define CCA_V1_SCOPE   48                     /* up to frees */
-#define CCA_V1_HISTORY 56                     /* up to device_free */
-#define CCA_V1_NOTICE  48                     /* up to bytes */
-#if UINTPTR_MAX == UINT64_MAX                 /* the numbers are LP64's: a field inserted before them moves these */
-_Static_assert(offsetof(cca_config_t, expandable_segments) == CCA_V1_CONFIG, "cca_config_t's first version");
-_Static_assert(offsetof(cca_stats_t, oversize_allocations) == CCA_V1_STATS, "cca_stats_t's first version");
-_Static_assert(offsetof(cca_frag_t, unmapped) == CCA_V1_FRAG, "cca_frag_t's first version");
-_Static_assert(offsetof(cca_segment_info_t, is_expandable) == CCA_V1_SEG, "cca_segment_info_t's first version");
-_Static_assert(offsetof(cca_block_info_t, tag) == CCA_V1_BLOCK, "cca_block_info_t's first version");
-_Static_assert(offsetof(cca_oom_report_t, need_cap) == CCA_V1_OOM, "cca_oom_report_t's first version");
-_Static_assert(offsetof(cca_scope_result_t, left_allocated) == CCA_V1_SCOPE, "cca_scope_result_t's first version");
-_Static_assert(offsetof(cca_history_entry_t, context) == CCA_V1_HISTORY, "cca_history_entry_t's first version");
-_Static_assert(sizeof(cca_notice_t) >= CCA_V1_NOTICE, "cca_notice_t's first version");
-#endif
+/* Sized structs (CCA_V1_*, _cca_copy_out), _cca_fail and the view: view/cca_view.h. */
 
-/* Copies the library's struct (n bytes) out to the caller's of `size`
- * bytes: the fields that fit, in order, and zeros past what we know. */
-static inline void _cca_copy_out(void *dst, size_t size, const void *src, size_t n)
-{
-    memcpy(dst, src, size < n ? size : n);
-    if (size > n) memset((char *)dst + n, 0, size - n);
-}
-
-/* An OOM report copied out to a caller's struct of `size` bytes. A struct
- * that ends before the stranded figures (a program built before them) gets
- * the report re-judged without them, so that it never reads a verdict it
- * does not know. */
-static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_report_t *r)
-{
-    _cca_copy_out(dst, size, r, sizeof *r);
-    if (size < offsetof(cca_oom_report_t, free_cached_other) + sizeof r->free_cached_other &&
-        (r->verdict == CCA_OOM_STRANDED || r->need_stranded))
-        cca_oom_judge_sized(dst, size);
-}
-
-/* errors.c */
-cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* errors.c (and in view/cca_view.h: _cca_fail, the thread's OOM report) */
 /* CCA_ERROR_CUDA for a failed runtime call (e its cudaError_t): the text
  * as given, after "no CUDA driver or GPU found" where e says so
  * (cudaErrorNoDevice, cudaErrorStubLibrary; cudaErrorInsufficientDriver and
@@ -168,37 +121,12 @@ uint64_t _cca_history_context_begin(int action);
 static inline void _cca_history_context_end(uint64_t prev) { _cca_history_context = prev; }
 
 /* ---- the accounting layer (stats/) and the core: view.c ----------------
- * stats/ reads the allocator only through _cca_view, a consistent moment
- * with the public figures exact, and never takes a core lock, walks a
- * stream or switches devices itself. The core tells stats/ about changes
+ * stats/ sees the core only through view/cca_view.h (its build has no
+ * other path into allocator/): _cca_view, a consistent moment with the
+ * public figures exact, and its walk. The core tells stats/ about changes
  * and out-of-memory only through the table in a->acct.ops, which
  * cca_create installs: the one name the core takes from stats/. */
-typedef struct cca_acct cca_acct_t;
-typedef struct cca_view {
-    const cca_allocator_t *a;                         /* all locked while the view lasts: read anything */
-    cca_stats_t stats;                                /* the public figures (cca_get_stats), exact */
-    cca_acct_t *acct;                                 /* the accounting's own state: its to change */
-    cca_allocator_t *mut_;                            /* for _cca_view_hooks alone */
-} cca_view_t;
-typedef cca_status_t (*cca_view_fn)(cca_view_t *v, void *arg);
-cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg);
-void         _cca_acct_changed(cca_allocator_t *a);                       /* the core's calls, all locked */
-void         _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r);
-void         _cca_view_hooks(cca_view_t *v, bool on);   /* every change all locked and told to ops->changed */
-
-typedef struct cca_acct_ops {
-    void (*changed)(cca_view_t *v);                   /* all locked, after a change, while hooks are on */
-    void (*after_change)(cca_allocator_t *a);         /* after unlocking that change (callbacks run here) */
-    void (*oom)(cca_view_t *v, cca_oom_report_t *r);  /* all locked: an out-of-memory, its figures in *r */
-    void (*after_oom)(cca_allocator_t *a);            /* after unlocking it */
-    void (*destroy)(cca_acct_t *acct);
-} cca_acct_ops_t;
-extern const cca_acct_ops_t _cca_acct_ops;           /* stats/stats.c */
-
-/* errors.c: this thread's last OOM report (verdict NONE: none since its
- * last out-of-memory failure). */
-void                    _cca_thread_oom_set(const cca_oom_report_t *r);
-void                    _cca_error_append(const char *text);   /* a line more in cca_last_error_string() */
-const cca_oom_report_t *_cca_thread_oom(void);
+void _cca_acct_changed(cca_allocator_t *a);                       /* the core's calls, all locked */
+void _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r);
 
 #endif /* CCA_CORE_H */

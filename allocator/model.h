@@ -17,6 +17,7 @@
 #include <string.h>
 #include "cca.h"
 #include "lock.h"
+#include "view/cca_view.h"
 
 #ifndef CCA_PARKING
 #define CCA_PARKING 1                                 /* meson sets it from -Dparking */
@@ -24,8 +25,7 @@
 
 #define CCA_MIN_BLOCK      ((size_t)512)              /* rounding unit */
 #define CCA_SMALL_SIZE     ((size_t)1 << 20)          /* largest small-pool request */
-#define CCA_SMALL_BUFFER   ((size_t)2 << 20)          /* small-pool segment */
-#define CCA_LARGE_BUFFER   ((size_t)20 << 20)         /* large segment for requests under MIN_LARGE_ALLOC */
+/* CCA_SMALL_BUFFER, CCA_LARGE_BUFFER: view/cca_view.h (the OOM advice speaks of them) */
 #define CCA_MIN_LARGE_ALLOC ((size_t)10 << 20)
 #define CCA_ROUND_LARGE    ((size_t)2 << 20)          /* rounding of big segments */
 static inline size_t _cca_round_up_2m(size_t x) { return (x + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
@@ -259,15 +259,7 @@ struct cca_allocator {
         int kind;                                     /* +1 taken, -1 freed */
     } change;
     bool unseen;                                      /* all locked: figures changed that the accounting was not told yet */
-    struct cca_acct {                                 /* the accounting layer's (stats/) own state: see view.c */
-        const struct cca_acct_ops *ops;               /* what the core tells it; installed by cca_create */
-        struct cca_watch_state *watch;                /* watches and scopes (NULL when none) */
-        struct cca_oom_report *last_oom;              /* the last OOM report (NULL when none) */
-        void (*oom_cb)(const struct cca_oom_report *, void *);
-        void *oom_cb_arg;
-        size_t oom_cb_size;                           /* the callback's sizeof(cca_oom_report_t) */
-        bool oom_notices;                             /* queue a notice per OOM report (cca_oom_notices) */
-    } acct;
+    cca_acct_t acct;                                  /* the accounting layer's (stats/) own state: view/cca_view.h */
 };
 
 #endif /* CCA_MODEL_H */

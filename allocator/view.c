@@ -13,6 +13,13 @@
 static void view_of(cca_allocator_t *a, cca_view_t *v)
 {
     v->a = a;
+    v->device = a->cfg.device;
+    v->id = a->id;
+    v->cfg = &a->cfg;
+    v->cap = a->cap;
+    v->change.addr = a->change.addr;
+    v->change.size = a->change.size;
+    v->change.kind = a->change.kind;
     v->acct = &a->acct;
     v->mut_ = a;
     _cca_counters_view(a, &v->stats);
@@ -48,4 +55,66 @@ void _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r)
     cca_view_t v;
     view_of(a, &v);
     a->acct.ops->oom(&v, r);
+}
+
+static cca_snapshot_state_t view_state_of(const cca_block_t *b)
+{
+    if (b->state == CCA_BLOCK_ALLOCATED) return CCA_STATE_ACTIVE_ALLOCATED;
+    if (b->state == CCA_BLOCK_PENDING) return CCA_STATE_ACTIVE_PENDING_FREE;
+    return CCA_STATE_INACTIVE;
+}
+
+/* A block as the snapshot shows it: a free block's requested size is the
+ * last request it served (torch's stale value), its tag and context none
+ * (a parked block is freed). */
+static void view_block_info(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
+{
+    cca_snapshot_state_t state = view_state_of(b);
+    memset(bi, 0, sizeof *bi);                        /* padding too: callers compare the structs */
+    bi->address = b->addr;
+    bi->size = b->size;
+    bi->requested_size = b->state == CCA_BLOCK_FREE ? b->last_requested : b->requested;
+    bi->state = state;
+    bi->stream = si->stream;
+    bi->pool = si->pool;
+    bi->segment_address = si->address;
+    bi->tag = state == CCA_STATE_INACTIVE ? 0 : b->tag;
+    bi->context = state == CCA_STATE_INACTIVE ? 0 : b->context;
+}
+
+static void view_segment_info(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si)
+{
+    memset(si, 0, sizeof *si);
+    si->device = a->cfg.device;
+    si->pool = s->pool;
+    si->address = s->addr;
+    si->total_size = s->size;
+    si->stream = s->stream->handle;
+    si->is_expandable = s->expandable;
+    for (const cca_block_t *b = s->first; b; b = b->next) {
+        si->n_blocks++;
+        if (b->state == CCA_BLOCK_FREE) continue;
+        si->active_size += b->size;
+        if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
+        si->requested_size += b->requested;
+    }
+}
+
+void _cca_view_walk(const cca_view_t *v, const cca_view_walk_t *w)
+{
+    for (const cca_segment_t *s = v->a->segments; s; s = s->next) {
+        cca_segment_info_t si;
+        view_segment_info(v->a, s, &si);
+        if (w->segment && w->segment(&si, w->arg)) return;
+        for (const cca_block_t *b = s->first; w->block && b; b = b->next) {
+            cca_block_info_t bi;
+            view_block_info(&si, b, &bi);
+            if (w->block(&si, &bi, b->state == CCA_BLOCK_FREE && _cca_block_counts_split(b), w->arg)) return;
+        }
+    }
+}
+
+bool _cca_view_history(const cca_view_t *v, cca_history_entry_t **out, size_t *n, uint64_t *dropped)
+{
+    return _cca_history_copy(v->a, out, n, dropped);
 }

@@ -11,39 +11,46 @@ static int frag_size_class(size_t size)
     return size ? 63 - __builtin_clzll((unsigned long long)size) : 0;
 }
 
-static void frag_count_block(cca_frag_t *f, const cca_block_t *b)
+static int frag_count_segment(const cca_segment_info_t *s, void *arg)
 {
+    cca_frag_t *f = arg;
+    f->segments++;
+    f->reserved += s->total_size;
+    return 0;
+}
+
+static int frag_count_block(const cca_segment_info_t *s, const cca_block_info_t *b, bool counts_split, void *arg)
+{
+    (void)s;
+    cca_frag_t *f = arg;
     cca_size_class_t *c = &f->classes[frag_size_class(b->size)];
     switch (b->state) {
-    case CCA_BLOCK_FREE:
+    case CCA_STATE_INACTIVE:
         c->free_blocks++;
         c->free_bytes += b->size;
         f->free_cached += b->size;
         f->free_blocks++;
         if (b->size > f->largest_free) f->largest_free = b->size;
-        if (_cca_block_counts_split(b)) f->inactive_split += b->size;
+        if (counts_split) f->inactive_split += b->size;
         break;
-    case CCA_BLOCK_ALLOCATED:
+    case CCA_STATE_ACTIVE_ALLOCATED:
         c->allocated_blocks++;
         c->allocated_bytes += b->size;
         f->allocated += b->size;
-        f->requested += b->requested;
+        f->requested += b->requested_size;
         break;
     default:
         c->pending_blocks++;
         c->pending_bytes += b->size;
         break;
     }
+    return 0;
 }
 
 void _cca_frag_of(const cca_view_t *v, cca_frag_t *f)
 {
     memset(f, 0, sizeof *f);
-    for (const cca_segment_t *s = v->a->segments; s; s = s->next) {
-        f->segments++;
-        f->reserved += s->size;
-        for (const cca_block_t *b = s->first; b; b = b->next) frag_count_block(f, b);
-    }
+    _cca_view_walk(v, &(cca_view_walk_t){ frag_count_segment, frag_count_block, f });
     f->unmapped = (size_t)v->stats.unmapped_bytes.current;   /* reserved_bytes counts them; no segment holds them */
     f->reserved += f->unmapped;
     f->free_cached += f->unmapped;

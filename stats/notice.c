@@ -50,16 +50,16 @@ static void notice_push(const notice_t *x)
     pthread_mutex_unlock(&nq.mu);
 }
 
-void _cca_notice_watch(const cca_allocator_t *a, uint64_t id, cca_watch_kind_t which, size_t threshold, size_t bytes,
-                       int rising)
+void _cca_notice_watch(int device, uint64_t allocator, uint64_t id, cca_watch_kind_t which, size_t threshold,
+                       size_t bytes, int rising)
 {
-    notice_push(&(notice_t){ .kind = CCA_NOTICE_WATCH, .device = a->cfg.device, .allocator = a->id, .id = id,
+    notice_push(&(notice_t){ .kind = CCA_NOTICE_WATCH, .device = device, .allocator = allocator, .id = id,
                              .which = which, .rising = rising, .threshold = threshold, .bytes = bytes });
 }
 
-void _cca_notice_oom(const cca_allocator_t *a, uint64_t seq)
+void _cca_notice_oom(int device, uint64_t allocator, uint64_t seq)
 {
-    notice_push(&(notice_t){ .kind = CCA_NOTICE_OOM, .device = a->cfg.device, .allocator = a->id, .id = seq });
+    notice_push(&(notice_t){ .kind = CCA_NOTICE_OOM, .device = device, .allocator = allocator, .id = seq });
 }
 
 /* The oldest notice, waiting up to timeout_ms (kind NONE: none came). */

@@ -158,7 +158,7 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
 {
     cca_acct_t *acct = v->acct;
     oom_plan(r);
-    oom_advise(r, &v->a->cfg);
+    oom_advise(r, v->cfg);
     if (!acct->last_oom) acct->last_oom = calloc(1, sizeof *acct->last_oom);   /* kept if host memory allows */
     if (acct->last_oom) {
         r->seq = acct->last_oom->seq + 1;
@@ -172,23 +172,24 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
         _cca_error_append(text);                      /* for callers that only see a NULL */
     }
     if (acct->oom_cb || acct->oom_notices) {          /* delivered by _cca_oom_deliver after unlocking */
-        pending_id = v->a->id;
+        pending_id = v->id;
         pending = *r;
     }
 }
 
-typedef struct callback { cca_oom_fn fn; void *arg; size_t size; bool notice; } callback_t;
+typedef struct callback { cca_oom_fn fn; void *arg; size_t size; bool notice; int device; } callback_t;
 
 static cca_status_t oom_callback_view(cca_view_t *v, void *arg)
 {
     *(callback_t *)arg = (callback_t){ v->acct->oom_cb, v->acct->oom_cb_arg, v->acct->oom_cb_size,
-                                       v->acct->oom_notices };
+                                       v->acct->oom_notices, v->device };
     return CCA_OK;
 }
 
 void _cca_oom_deliver(cca_allocator_t *a)
 {
-    if (pending_id != a->id) return;
+    uint64_t id = cca_allocator_id(a);
+    if (pending_id != id) return;
     pending_id = 0;
     cca_oom_report_t r = pending;                     /* the callback may fail again and refill `pending` */
     callback_t cb;
@@ -196,7 +197,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
     cca_oom_fn fn = cb.fn;
     void *arg = cb.arg;
     size_t size = cb.size;
-    if (cb.notice) _cca_notice_oom(a, r.seq);   /* the report's seq: cca_last_oom_report */
+    if (cb.notice) _cca_notice_oom(cb.device, id, r.seq);   /* the report's seq: cca_last_oom_report */
     if (!fn) return;
     cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
     if (size < sizeof r) {                            /* an older caller's struct */
@@ -248,7 +249,7 @@ cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void 
     if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
     if (report_size < CCA_V1_OOM)
         return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
-    callback_t cb = { fn, arg, report_size, false };
+    callback_t cb = { fn, arg, report_size, false, 0 };
     return _cca_view(a, oom_set_callback_view, &cb);
 }
 
@@ -256,7 +257,7 @@ static cca_status_t oom_last_view(cca_view_t *v, void *arg)
 {
     cca_oom_report_t *r = arg;
     if (v->acct->last_oom) *r = *v->acct->last_oom;
-    else *r = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = v->a->cfg.device };
+    else *r = (cca_oom_report_t){ .verdict = CCA_OOM_NONE, .device = v->device };
     return CCA_OK;
 }
 

@@ -5,57 +5,40 @@
 #include <string.h>
 #include "stats_internal.h"
 
-static cca_snapshot_state_t snapshot_state_of(const cca_block_t *b)
+static int snapshot_count_segment(const cca_segment_info_t *s, void *arg)
 {
-    if (b->state == CCA_BLOCK_ALLOCATED) return CCA_STATE_ACTIVE_ALLOCATED;
-    if (b->state == CCA_BLOCK_PENDING) return CCA_STATE_ACTIVE_PENDING_FREE;
-    return CCA_STATE_INACTIVE;
+    size_t *n = arg;
+    n[0]++;
+    n[1] += s->n_blocks;
+    return 0;
 }
 
-static void snapshot_copy_block(const cca_segment_info_t *si, const cca_block_t *b, cca_block_info_t *bi)
+static int snapshot_copy_segment(const cca_segment_info_t *s, void *arg)
 {
-    *bi = (cca_block_info_t){
-        .address = b->addr, .size = b->size,
-        .requested_size = b->state == CCA_BLOCK_FREE ? b->last_requested : b->requested,
-        .state = snapshot_state_of(b), .stream = si->stream, .pool = si->pool,
-        .segment_address = si->address,
-        .tag = snapshot_state_of(b) == CCA_STATE_INACTIVE ? 0 : b->tag,            /* a parked block is freed */
-        .context = snapshot_state_of(b) == CCA_STATE_INACTIVE ? 0 : b->context,
-    };
+    cca_snap_t *out = arg;
+    out->segs[out->n_segs++] = *s;
+    return 0;
 }
 
-static void snapshot_copy_segment(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si,
-                         cca_block_info_t *blocks)
+static int snapshot_copy_block(const cca_segment_info_t *s, const cca_block_info_t *b, bool counts_split, void *arg)
 {
-    *si = (cca_segment_info_t){
-        .device = a->cfg.device, .pool = (s->pool), .address = s->addr,
-        .total_size = s->size, .stream = s->stream->handle, .is_expandable = s->expandable,
-    };
-    for (const cca_block_t *b = s->first; b; b = b->next) {
-        snapshot_copy_block(si, b, &blocks[si->n_blocks++]);
-        if (b->state == CCA_BLOCK_FREE) continue;
-        si->active_size += b->size;
-        if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
-        si->requested_size += b->requested;
-    }
+    (void)s, (void)counts_split;
+    cca_snap_t *out = arg;
+    out->blocks[out->n_blocks++] = *b;
+    return 0;
 }
 
 static cca_status_t snapshot_snap_view(cca_view_t *v, void *arg)
 {
-    const cca_allocator_t *a = v->a;
     cca_snap_t *out = arg;
-    size_t ns = 0, nb = 0;
-    for (const cca_segment_t *s = a->segments; s; s = s->next, ns++)
-        for (const cca_block_t *b = s->first; b; b = b->next) nb++;
-    out->segs = malloc((ns ? ns : 1) * sizeof *out->segs);
-    out->blocks = malloc((nb ? nb : 1) * sizeof *out->blocks);
+    size_t n[2] = { 0, 0 };                           /* segments, blocks */
+    _cca_view_walk(v, &(cca_view_walk_t){ snapshot_count_segment, NULL, n });
+    out->segs = malloc((n[0] ? n[0] : 1) * sizeof *out->segs);
+    out->blocks = malloc((n[1] ? n[1] : 1) * sizeof *out->blocks);
     if (!out->segs || !out->blocks) return CCA_ERROR_OUT_OF_MEMORY;
-    if (out->with_history && !_cca_history_copy(a, &out->hist, &out->n_hist, &out->hist_dropped))
+    if (out->with_history && !_cca_view_history(v, &out->hist, &out->n_hist, &out->hist_dropped))
         return CCA_ERROR_OUT_OF_MEMORY;
-    for (const cca_segment_t *s = a->segments; s; s = s->next) {
-        snapshot_copy_segment(a, s, &out->segs[out->n_segs], out->blocks + out->n_blocks);
-        out->n_blocks += out->segs[out->n_segs++].n_blocks;
-    }
+    _cca_view_walk(v, &(cca_view_walk_t){ snapshot_copy_segment, snapshot_copy_block, out });
     return CCA_OK;
 }
 

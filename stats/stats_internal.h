@@ -3,7 +3,7 @@
 #ifndef CCA_STATS_INTERNAL_H
 #define CCA_STATS_INTERNAL_H
 
-#include "internal.h"
+#include "cca_view.h"                             /* the core, as stats/ may see it */
 
 /* emit.c: text through the caller's write callback, in 4 KiB pieces. */
 typedef struct cca_emit {
@@ -37,9 +37,9 @@ cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out, bool with_histo
 void         _cca_snap_free(cca_snap_t *s);
 
 /* notice.c: the process's notice queue */
-void _cca_notice_watch(const cca_allocator_t *a, uint64_t id, cca_watch_kind_t which, size_t threshold, size_t bytes,
-                       int rising);
-void _cca_notice_oom(const cca_allocator_t *a, uint64_t seq);
+void _cca_notice_watch(int device, uint64_t allocator, uint64_t id, cca_watch_kind_t which, size_t threshold,
+                       size_t bytes, int rising);
+void _cca_notice_oom(int device, uint64_t allocator, uint64_t seq);
 
 /* watch.c */
 void _cca_watch_changed(cca_view_t *v);

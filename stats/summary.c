@@ -117,23 +117,28 @@ static void summary_class_table(cca_emit_t *e, const cca_frag_t *g)
     _cca_emit(e, RULE);
 }
 
+static int summary_tag_block(const cca_segment_info_t *s, const cca_block_info_t *b, bool counts_split, void *arg)
+{
+    (void)s, (void)counts_split;
+    figures_t *f = arg;
+    if (b->state != CCA_STATE_ACTIVE_ALLOCATED) return 0;
+    uint32_t t = b->tag < CCA_TAG_MAX ? b->tag : 0;
+    f->tag_bytes[t] += b->size;
+    f->tag_blocks[t]++;
+    return 0;
+}
+
 static cca_status_t summary_view(cca_view_t *v, void *arg)
 {
     figures_t *f = arg;
     f->stats = v->stats;
     _cca_frag_of(v, &f->frag);
     f->oom = v->acct->last_oom ? *v->acct->last_oom : (cca_oom_report_t){ .verdict = CCA_OOM_NONE };
-    f->cap = v->a->cap == SIZE_MAX ? 0 : v->a->cap;
-    f->device = v->a->cfg.device;
+    f->cap = v->cap == SIZE_MAX ? 0 : v->cap;
+    f->device = v->device;
     memset(f->tag_bytes, 0, sizeof f->tag_bytes);
     memset(f->tag_blocks, 0, sizeof f->tag_blocks);
-    for (const cca_segment_t *s = v->a->segments; s; s = s->next)
-        for (const cca_block_t *b = s->first; b; b = b->next)
-            if (b->state == CCA_BLOCK_ALLOCATED) {
-                uint32_t t = b->tag < CCA_TAG_MAX ? b->tag : 0;
-                f->tag_bytes[t] += b->size;
-                f->tag_blocks[t]++;
-            }
+    _cca_view_walk(v, &(cca_view_walk_t){ NULL, summary_tag_block, f });
     return CCA_OK;
 }
 

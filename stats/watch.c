@@ -124,7 +124,7 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
         threshold_t *t = &w->th[i];
         if (t->which != which || (now > t->bytes) == t->above) continue;
         t->above = now > t->bytes;
-        watch_tq_push(&(crossing_t){ v->a->id, t->id, t->fn, t->crossing, t->arg, t->bytes, now, which, t->above });
+        watch_tq_push(&(crossing_t){ v->id, t->id, t->fn, t->crossing, t->arg, t->bytes, now, which, t->above });
     }
     if (tq.n == first) return;                        /* tq.q may still be NULL */
     watch_sort_crossings(tq.q + first, tq.n - first);
@@ -132,7 +132,7 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
     for (size_t i = first; i < tq.n; i++) {           /* so that every thread's crossings queue in order */
         const crossing_t *c = &tq.q[i];
         if (c->fn || c->crossing) tq.q[kept++] = *c;
-        else _cca_notice_watch(v->a, c->watch_id, c->which, c->threshold, c->now, c->rising);
+        else _cca_notice_watch(v->device, v->id, c->watch_id, c->which, c->threshold, c->now, c->rising);
     }
     tq.n = kept;
 }
@@ -199,8 +199,8 @@ static void watch_update_scopes(const cca_view_t *v)
         if (res > r->peak_reserved) r->peak_reserved = res;
         if (db > 0) { r->allocated_bytes += (size_t)db; r->allocations += (uint64_t)dc; }
         if (db < 0) { r->freed_bytes += (size_t)-db; r->frees += (uint64_t)-dc; }
-        if (v->a->change.kind > 0) watch_scope_taken(&w->sc[i], v->a->change.addr, v->a->change.size);
-        else if (v->a->change.kind < 0) watch_scope_freed(&w->sc[i], v->a->change.addr);
+        if (v->change.kind > 0) watch_scope_taken(&w->sc[i], v->change.addr, v->change.size);
+        else if (v->change.kind < 0) watch_scope_freed(&w->sc[i], v->change.addr);
     }
 }
 
@@ -233,7 +233,7 @@ void _cca_watch_deliver(cca_allocator_t *a)
     const cca_allocator_t *outer = delivering;
     delivering = a;
     crossing_t c;
-    while (tq.n && watch_tq_take(a->id, &c)) {            /* a callback may queue more: still in order */
+    while (tq.n && watch_tq_take(cca_allocator_id(a), &c)) {            /* a callback may queue more: still in order */
         if (_cca_view(a, watch_alive_view, &c.watch_id) != CCA_OK) continue;
         if (c.crossing)                               /* queued watches' crossings are in the notice queue */
             c.crossing(c.which, c.now, c.rising, c.arg);

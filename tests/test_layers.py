@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The layers, checked in the sources (the build checks them too: stats/
+has only include/ and allocator/view/ on its include path).
+
+- stats/ includes only system headers, its own stats_internal.h, the public
+  headers (cca.h, cca_accounting.h) and the core's view (cca_view.h);
+- allocator/ includes nothing of stats/ and names no function stats/
+  defines but the one table the core takes from it (_cca_acct_ops), and
+  its view/ folder holds cca_view.h alone;
+- sim/ includes nothing of allocator/ or stats/.
+
+Usage: test_layers.py SOURCE_ROOT"""
+import os
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+DEFINED = re.compile(r'^[A-Za-z_][\w \*]*?\b(_cca_\w+)\s*\(', re.M)
+
+
+def sources(folder, exts=(".c", ".h", ".inc")):
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(exts):
+            yield os.path.join(folder, name)
+
+
+def includes(path):
+    return INCLUDE.findall(open(path, encoding="utf-8").read())
+
+
+def main():
+    root = sys.argv[1]
+    bad = []
+    stats, alloc, sim = (os.path.join(root, d) for d in ("stats", "allocator", "sim"))
+    allowed = {"stats_internal.h", "cca.h", "cca_accounting.h", "cca_view.h"}
+    for path in sources(stats):
+        for kind, name in includes(path):
+            if kind == '"' and name not in allowed:
+                bad.append("%s includes \"%s\": stats/ sees the core only through cca_view.h" % (path, name))
+    stats_defined = set()
+    for path in sources(stats, (".c",)):
+        stats_defined |= set(DEFINED.findall(open(path, encoding="utf-8").read()))
+    for path in sources(alloc):
+        text = open(path, encoding="utf-8").read()
+        for kind, name in includes(path):
+            if "stats" in name:
+                bad.append("%s includes \"%s\": the core never calls stats/" % (path, name))
+        for name in sorted(stats_defined):
+            if re.search(r"\b%s\b" % name, text):
+                bad.append("%s names %s, which stats/ defines: the core tells stats/ only through _cca_acct_ops"
+                           % (path, name))
+    view = sorted(os.listdir(os.path.join(alloc, "view")))
+    if view != ["cca_view.h"]:
+        bad.append("allocator/view/ holds %s: only cca_view.h (stats/ sees all of that folder)" % view)
+    for path in sources(sim):
+        for kind, name in includes(path):
+            if kind == '"' and (name in ("internal.h", "model.h", "core.h", "cca_view.h") or "stats" in name):
+                bad.append("%s includes \"%s\": the simulated device knows no allocator" % (path, name))
+    if not stats_defined:
+        bad.append("no functions found in stats/: the checker is broken")
+    for line in bad:
+        print("FAIL " + line)
+    print("%d stats/ functions, %d violations" % (len(stats_defined), len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
