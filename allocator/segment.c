@@ -407,7 +407,7 @@ static size_t segment_grown_size(const cca_allocator_t *a, int pool, size_t size
 size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung)
 {
     if (a->xv) {                                      /* mapped in handles: the request's own pages */
-        size_t g = _cca_x_gran(a);
+        size_t g = _cca_vmm_gran(a);
         return (rounded + g - 1) / g * g;
     }
     size_t standard = rounded <= CCA_SMALL_SIZE     ? CCA_SMALL_BUFFER
