@@ -764,14 +764,63 @@ static cca_status_t x_try(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oo
     return CCA_OK;
 }
 
-/* The growth ladder of an expandable cache: map (held handles, then new
- * ones); when the device or the cap refuses, unmap every free handle
- * (after waiting for pending frees) and map again (a retry); then release
- * what is held and try once more. */
+/* The growth ladder of an expandable cache, a chain of attempts in the
+ * order below: each returns whether it settled the request (g->s holds
+ * the status: a block, or a failure no later attempt mends: not out of
+ * memory, or host memory ran out). A retry works on a copy of the context
+ * with the refusals cleared and adds what refused it. */
+typedef struct xgrow {
+    cca_allocator_t *a;
+    cca_stream_t *st;
+    int pool;
+    cca_oom_ctx_t *ctx;
+    cca_block_t **out;
+    cca_status_t s;
+} xgrow_t;
+
+static bool x_settled(const xgrow_t *g) { return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed; }
+
+/* Map: held handles, then new ones. */
+static bool x_grow_mapping(xgrow_t *g)
+{
+    g->s = x_try(g->a, g->st, g->pool, g->ctx, g->out);
+    return x_settled(g);
+}
+
+static bool x_grow_retry(xgrow_t *g)
+{
+    cca_oom_ctx_t again = *g->ctx;
+    again.cap_refused = again.device_refused = false;
+    g->s = x_try(g->a, g->st, g->pool, &again, g->out);
+    g->ctx->cap_refused |= again.cap_refused;
+    g->ctx->device_refused |= again.device_refused;
+    g->ctx->host_failed = again.host_failed;
+    return x_settled(g);
+}
+
+/* The device or the cap refused: wait for pending frees, unmap every free
+ * handle (strays too) and map again; the one attempt counted as a retry. */
+static bool x_grow_after_unmapping(xgrow_t *g)
+{
+    g->a->stats.num_alloc_retries++;
+    _cca_sync_pending(g->a);
+    _cca_vmm_retry_strays(g->a);
+    x_unmap_free(g->a, NULL, NULL);
+    return x_grow_retry(g);
+}
+
+/* Then, if any handle is held, release them all and map once more. */
+static bool x_grow_after_releasing(xgrow_t *g)
+{
+    if (!g->a->xv->nheld) return false;
+    _cca_vmm_release_held(g->a, 0);
+    return x_grow_retry(g);
+}
+
 cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
 {
-    dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    dev_guard_t dg;
+    cudaError_t e = _cca_device_enter(a, &dg);
     if (e != cudaSuccess) {
         _cca_clear_error();
         return _cca_fail_cuda(e, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
@@ -780,26 +829,10 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
         (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + _cca_vmm_up(a->xv, ctx->rounded) > a->reserved_high &&
         _cca_trim_plentiful(a))
         x_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
-    cca_status_t s = x_try(a, st, pool, ctx, out);
-    for (int rung = 0; rung < 2 && s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed; rung++) {
-        cca_oom_ctx_t again = *ctx;
-        again.cap_refused = again.device_refused = false;
-        if (rung == 0) {
-            a->stats.num_alloc_retries++;
-            _cca_sync_pending(a);
-            _cca_vmm_retry_strays(a);
-            x_unmap_free(a, NULL, NULL);
-        } else {
-            if (!a->xv->nheld) break;
-            _cca_vmm_release_held(a, 0);
-        }
-        s = x_try(a, st, pool, &again, out);
-        ctx->cap_refused |= again.cap_refused;
-        ctx->device_refused |= again.device_refused;
-        ctx->host_failed = again.host_failed;
-    }
-    _cca_device_leave(&g);
-    return s;
+    xgrow_t g = { a, st, pool, ctx, out, CCA_ERROR_OUT_OF_MEMORY };
+    (void)(x_grow_mapping(&g) || x_grow_after_unmapping(&g) || x_grow_after_releasing(&g));
+    _cca_device_leave(&dg);
+    return g.s;
 }
 
 /* ---- checking and destroying ---------------------------------------------- */
