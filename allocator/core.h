@@ -68,11 +68,8 @@ typedef struct cca_kept {
     size_t device_bytes, va_bytes;                    /* device memory and address space kept, each byte once */
 } cca_kept_t;
 
-/* expand.c: expandable segments (a->xv; all locked). */
-cca_status_t _cca_x_init(cca_allocator_t *a);         /* the driver's calls and granularity (cca_create) */
-void         _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept);   /* unmaps and releases everything it can */
-void         _cca_x_result_name(int r, char *buf, size_t len);       /* "CUDA_ERROR_OUT_OF_MEMORY", ... */
-size_t       _cca_x_gran(const cca_allocator_t *a);
+/* expand.c: expandable segments' policy (a->xv; all locked; the layer
+ * below, vmm.c, in vmm.h). */
 cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
 bool         _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg);   /* unmaps and releases its handles */
 void         _cca_x_release_cached(cca_allocator_t *a);   /* every free handle unmapped, every held one released */

@@ -78,7 +78,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     a->fit_msz = a->split_msz = c.max_split_size;
     a->large_split_min = CCA_SMALL_SIZE + 1;
     if (c.expandable_segments) {                      /* PyTorch's rule there: any rest of 512 B splits off */
-        if ((s = _cca_x_init(a)) != CCA_OK) {
+        if ((s = _cca_vmm_init(a)) != CCA_OK) {
             _cca_segmap_fini(a);
             free(a);
             return s;
@@ -130,7 +130,7 @@ static void destroy_part(text_t *t, const char **sep, const char *call, const ch
 {
     if (!p->calls) return;
     char name[48];
-    if (driver) _cca_x_result_name(p->err, name, sizeof name);
+    if (driver) _cca_vmm_result_name(p->err, name, sizeof name);
     else snprintf(name, sizeof name, "%s", cudaGetErrorName((cudaError_t)p->err));
     destroy_put(t, "%s%s failed for %lu %s%s (%zu bytes): %s", *sep, call, p->calls, what, p->calls == 1 ? "" : "s",
                 p->bytes, name);
@@ -187,7 +187,7 @@ void cca_destroy(cca_allocator_t *a)
         free(s);
     }
     a->segments = NULL;
-    _cca_x_destroy(a, &kept);
+    _cca_vmm_destroy(a, &kept);
     _cca_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
     _cca_history_destroy(a);

@@ -1,6 +1,9 @@
-/* expand.c - expandable segments (expandable_segments:True), on CUDA's
- * virtual memory calls, reached through cudaGetDriverEntryPointByVersion
- * (cca never links libcuda). All locked.
+/* expand.c - expandable segments' policy (expandable_segments:True): where
+ * a growth maps, growing, cutting and joining segments, unmapping and
+ * releasing cached handles, the growth ladder, the OOM report's fit model,
+ * cca_check's part. Over the virtual-memory layer (vmm.c: the driver's
+ * calls, reservations, the table of handles), which never calls back up.
+ * All locked.
  *
  * The model. An allocator reserves address space per device (one range of
  * twice the device's memory, more when it fills; never per stream), and
@@ -49,202 +52,12 @@
  * replays from these principles among: a bound alone of 1/64 or 1/256 of
  * free memory, one that shrinks with the square of it, and "plentiful" at
  * free >= 1x or 2x held; docs/history.md has the figures.) */
-#include <cuda.h>
-#include <cudaTypedefs.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "internal.h"
 
-#define X_VERSION 12000                               /* the driver API version of the calls we ask for */
 #define X_AHEAD_DIV 16                                /* a handle mapped ahead: 1/16 of the pool's reserved bytes */
 #define X_FREE_DIV 64                                 /* ... and at most 1/64 of the memory still free */
 #define X_PLENTY 2                                    /* plentiful: free memory at least twice what cca holds */
-#define X_RES_FACTOR 2                                /* a reservation: twice the device's memory */
-
-typedef struct xmap {                                 /* a mapped handle */
-    uintptr_t addr;
-    size_t size;
-    CUmemGenericAllocationHandle h;
-    int pool;                                         /* strays only: the pool it counts in */
-    bool stray;                                       /* mapped, but no access and no segment: could not be unmapped */
-} xmap_t;
-typedef struct xheld { CUmemGenericAllocationHandle h; size_t size; int pool; } xheld_t;
-typedef struct xres { uintptr_t base; size_t size; } xres_t;
-
-struct cca_xvmm {
-    PFN_cuMemGetAllocationGranularity_v10020 granularity;
-    PFN_cuMemAddressReserve_v10020 reserve;
-    PFN_cuMemAddressFree_v10020 address_free;
-    PFN_cuMemCreate_v10020 create;
-    PFN_cuMemRelease_v10020 release;
-    PFN_cuMemMap_v10020 map;
-    PFN_cuMemUnmap_v10020 unmap;
-    PFN_cuMemSetAccess_v10020 set_access;
-    PFN_cuMemGetAccess_v10020 get_access;
-    CUmemAllocationProp prop;
-    size_t gran, res_size;
-    xres_t *res;                                      /* reservations */
-    size_t nres, capres;
-    xmap_t *maps;                                     /* mapped handles, by address */
-    size_t nmaps, capmaps;
-    xheld_t *held;                                    /* handles held unmapped */
-    size_t nheld, capheld;
-};
-
-static inline size_t x_up(const struct cca_xvmm *x, size_t n) { return (n + x->gran - 1) / x->gran * x->gran; }
-static inline size_t x_down(const struct cca_xvmm *x, size_t n) { return n / x->gran * x->gran; }
-
-static bool x_grow_array(cca_allocator_t *a, void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return true;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q) return false;
-    a->host_bytes += (int64_t)((n - *cap) * elem);
-    *p = q;
-    *cap = n;
-    return true;
-}
-
-/* ---- loading ------------------------------------------------------------ */
-
-static void *x_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
-{
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, X_VERSION, cudaEnableDefault, &q);
-    if (*s == CCA_OK && (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)) {   /* a missing one: success and NULL */
-        _cca_clear_error();
-        *s = _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments needs the driver's %s on device %d, which it lacks (%s)",
-                       name, a->cfg.device, e != cudaSuccess ? cudaGetErrorName(e) : "not found");
-    }
-    return fn;
-}
-
-cca_status_t _cca_x_init(cca_allocator_t *a)
-{
-    struct cca_xvmm *x = calloc(1, sizeof *x);
-    if (!x) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
-    cca_status_t s = CCA_OK;
-    x->granularity = (PFN_cuMemGetAllocationGranularity_v10020)x_entry(a, "cuMemGetAllocationGranularity", &s);
-    x->reserve = (PFN_cuMemAddressReserve_v10020)x_entry(a, "cuMemAddressReserve", &s);
-    x->address_free = (PFN_cuMemAddressFree_v10020)x_entry(a, "cuMemAddressFree", &s);
-    x->create = (PFN_cuMemCreate_v10020)x_entry(a, "cuMemCreate", &s);
-    x->release = (PFN_cuMemRelease_v10020)x_entry(a, "cuMemRelease", &s);
-    x->map = (PFN_cuMemMap_v10020)x_entry(a, "cuMemMap", &s);
-    x->unmap = (PFN_cuMemUnmap_v10020)x_entry(a, "cuMemUnmap", &s);
-    x->set_access = (PFN_cuMemSetAccess_v10020)x_entry(a, "cuMemSetAccess", &s);
-    x->get_access = (PFN_cuMemGetAccess_v10020)x_entry(a, "cuMemGetAccess", &s);
-    if (s != CCA_OK) {
-        free(x);
-        return s;
-    }
-    x->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    x->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    x->prop.location.id = a->cfg.device;
-    size_t g = 0;
-    CUresult r = x->granularity(&g, &x->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-    if (r != CUDA_SUCCESS || !g || (CCA_ROUND_LARGE % g && g % CCA_ROUND_LARGE)) {
-        free(x);
-        return _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments: cuMemGetAllocationGranularity on device %d %s %zu",
-                         a->cfg.device, r != CUDA_SUCCESS ? "failed, error" : "gives a granularity cca cannot use:",
-                         r != CUDA_SUCCESS ? (size_t)r : g);
-    }
-    x->gran = g > CCA_ROUND_LARGE ? g : CCA_ROUND_LARGE;   /* segments stay 2 MiB multiples (the address map's chunks) */
-    size_t total = a->device_total ? a->device_total : x->gran;
-    x->res_size = total > SIZE_MAX / X_RES_FACTOR / 2 ? x_down(x, SIZE_MAX / 2) : x_up(x, total * X_RES_FACTOR);
-    a->xv = x;
-    a->host_bytes += (int64_t)sizeof *x;
-    return CCA_OK;
-}
-
-size_t _cca_x_gran(const cca_allocator_t *a) { return a->xv->gran; }
-
-/* ---- the address space ---------------------------------------------------- */
-
-/* Mappings by address: the allocator's own (x_real_maps), or a layout's
- * that is only looked at (the OOM report's, with free handles unmapped). */
-typedef struct xmaps { const xmap_t *v; size_t n; } xmaps_t;
-
-static inline xmaps_t x_real_maps(const struct cca_xvmm *x) { return (xmaps_t){ x->maps, x->nmaps }; }
-
-/* The first mapping at or above addr. */
-static size_t x_index_in(const xmaps_t *m, uintptr_t addr)
-{
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->v[mid].addr < addr) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-static size_t x_map_index(const struct cca_xvmm *x, uintptr_t addr)
-{
-    xmaps_t m = x_real_maps(x);
-    return x_index_in(&m, addr);
-}
-
-static const xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
-{
-    for (size_t i = 0; i < x->nres; i++)
-        if (addr >= x->res[i].base && addr - x->res[i].base < x->res[i].size) return &x->res[i];
-    return NULL;
-}
-
-/* Unmapped address space from addr up: to the next mapping or the end of
- * its reservation. */
-static size_t x_room_at(const struct cca_xvmm *x, const xmaps_t *m, uintptr_t addr)
-{
-    const xres_t *r = x_res_of(x, addr);
-    if (!r) return 0;
-    uintptr_t end = r->base + r->size;
-    size_t i = x_index_in(m, addr);
-    if (i < m->n && m->v[i].addr < end) end = m->v[i].addr;
-    return end > addr ? end - addr : 0;
-}
-
-/* Unmapped address space right below addr: down to the mapping below or
- * the start of addr's reservation. */
-static size_t x_room_below(const struct cca_xvmm *x, const xmaps_t *m, uintptr_t addr)
-{
-    const xres_t *r = x_res_of(x, addr);
-    if (!r || addr == r->base) return 0;
-    uintptr_t lo = r->base;
-    size_t i = x_index_in(m, addr);
-    if (i && m->v[i - 1].addr + m->v[i - 1].size > lo) lo = m->v[i - 1].addr + m->v[i - 1].size;
-    return addr > lo ? addr - lo : 0;
-}
-
-/* A new reservation of at least `need` bytes; halved (not below need) while
- * the address space refuses. */
-static cca_status_t x_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ctx)
-{
-    struct cca_xvmm *x = a->xv;
-    if (!x_grow_array(a, (void **)&x->res, &x->capres, x->nres + 1, sizeof *x->res)) {
-        ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
-    }
-    size_t size = need > x->res_size ? x_up(x, need) : x->res_size;
-    for (;;) {
-        CUdeviceptr p = 0;
-        CUresult r = x->reserve(&p, size, x->gran, 0, 0);
-        if (r == CUDA_SUCCESS) {
-            x->res[x->nres++] = (xres_t){ (uintptr_t)p, size };
-            return CCA_OK;
-        }
-        if (r != CUDA_ERROR_OUT_OF_MEMORY)
-            return _cca_fail(CCA_ERROR_CUDA, "cca: cuMemAddressReserve(%zu) on device %d failed: error %d", size,
-                             a->cfg.device, (int)r);
-        if (size / 2 < need) break;
-        size = x_up(x, size / 2);
-    }
-    ctx->device_refused = true;                       /* the process's address space, not the device's memory */
-    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: no address space left for %zu bytes of expandable segments", need);
-}
 
 /* ---- segments' shapes ------------------------------------------------------ */
 
@@ -303,78 +116,6 @@ static cca_segment_t *x_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_
     return keep;
 }
 
-/* Moves handle bytes between pools' reserved figures. */
-static void x_move_reserved(cca_allocator_t *a, int from, int to, size_t size)
-{
-    if (from == to) return;
-    _cca_stat_add(a->stats.reserved_bytes, from, -(int64_t)size);
-    _cca_stat_add(a->stats.reserved_bytes, to, (int64_t)size);
-}
-
-static void x_hold(cca_allocator_t *a, CUmemGenericAllocationHandle h, size_t size, int pool)
-{
-    struct cca_xvmm *x = a->xv;                       /* room was made first */
-    x->held[x->nheld++] = (xheld_t){ h, size, pool };
-    _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)size);
-}
-
-static void x_map_insert(struct cca_xvmm *x, xmap_t m)
-{
-    size_t i = x_map_index(x, m.addr);               /* room was made first */
-    memmove(&x->maps[i + 1], &x->maps[i], (x->nmaps - i) * sizeof *x->maps);
-    x->maps[i] = m;
-    x->nmaps++;
-}
-
-static void x_map_remove(struct cca_xvmm *x, size_t i)
-{
-    memmove(&x->maps[i], &x->maps[i + 1], (x->nmaps - i - 1) * sizeof *x->maps);
-    x->nmaps--;
-}
-
-/* A driver call that gives memory back (a CUresult expression), tried up
- * to CCA_RELEASE_TRIES times until it succeeds: its last result. */
-#define X_TRIES(call)                                                    \
-    __extension__({                                                      \
-        CUresult r_ = CUDA_SUCCESS;                                      \
-        for (int t_ = 0; t_ < CCA_RELEASE_TRIES; t_++)                   \
-            if ((r_ = (call)) == CUDA_SUCCESS) break;                    \
-        r_;                                                              \
-    })
-
-static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const char *call, CUresult r, size_t size)
-{
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        ctx->device_refused = true;
-        return CCA_ERROR_OUT_OF_MEMORY;
-    }
-    return _cca_fail(CCA_ERROR_CUDA, "cca: %s(%zu) on device %d failed: error %d", call, size, a->cfg.device, (int)r);
-}
-
-/* cuMemMap and cuMemSetAccess of handle h at `at`: CUDA_SUCCESS, else the
- * failing call in *call; a mapping that can neither get access nor be
- * unmapped is kept aside as held (*stray). */
-static CUresult x_map_device(cca_allocator_t *a, uintptr_t at, CUmemGenericAllocationHandle h, size_t hs, int hpool,
-                             const char **call, bool *stray)
-{
-    struct cca_xvmm *x = a->xv;
-    *call = "cuMemMap";
-    *stray = false;
-    CUresult r = x->map((CUdeviceptr)at, hs, 0, h, 0);
-    if (r == CUDA_SUCCESS) {
-        CUmemAccessDesc d = { .location = x->prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-        *call = "cuMemSetAccess";
-        r = x->set_access((CUdeviceptr)at, hs, &d, 1);
-        if (r != CUDA_SUCCESS && X_TRIES(x->unmap((CUdeviceptr)at, hs)) != CUDA_SUCCESS) {   /* mapped without access: kept aside, never used */
-            x_map_insert(x, (xmap_t){ at, hs, h, hpool, true });
-            _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)hs);
-            a->stats.num_device_alloc++;
-            *stray = true;
-        }
-    }
-    return r;
-}
-
 /* The mapped bytes [at, at + hs) as a free block: a new segment (ns), a new
  * block after the segment's last (nb), or the last free block grown. */
 static cca_segment_t *x_map_attach(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t *s,
@@ -420,13 +161,13 @@ static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segme
 {
     struct cca_xvmm *x = a->xv;
     cca_segment_t *s = *seg;
-    size_t i = x_map_index(x, at);
+    size_t i = _cca_vmm_map_index(x, at);
     if (fresh && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at - 1);
         if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at)
             s = *seg = x_join(a, t, s);
     }
-    i = x_map_index(x, at + hs);
+    i = _cca_vmm_map_index(x, at + hs);
     if (i < x->nmaps && x->maps[i].addr == at + hs && !x->maps[i].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at + hs);
         if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) *seg = x_join(a, s, t);
@@ -439,31 +180,23 @@ static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segme
 static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
                           CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
 {
-    struct cca_xvmm *x = a->xv;
     cca_segment_t *s = *seg, *ns = NULL;
     cca_block_t *tail = s ? x_last_block(s) : NULL, *nb = NULL;
     bool need_block = !tail || tail->state != CCA_BLOCK_FREE;
-    if (!x_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps) ||
-        (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
+    if (!_cca_vmm_room_maps(a) || (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
         !_cca_segmap_reserve(a, at, hs)) {
         if (nb) _cca_block_recycle(st, nb);
         if (ns) _cca_segment_recycle(a, ns);
-        x_hold(a, h, hs, hpool);
+        _cca_vmm_hold(a, h, hs, hpool);
         ctx->host_failed = true;
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
     }
-    const char *call;
-    bool stray;
-    CUresult r = x_map_device(a, at, h, hs, hpool, &call, &stray);
-    if (r != CUDA_SUCCESS) {
+    cca_status_t r = _cca_vmm_map(a, at, h, hs, hpool, pool, ctx);
+    if (r != CCA_OK) {
         if (nb) _cca_block_recycle(st, nb);
         if (ns) _cca_segment_recycle(a, ns);
-        if (!stray) x_hold(a, h, hs, hpool);
-        return x_cuda_fail(a, ctx, call, r, hs);
+        return r;
     }
-    x_map_insert(x, (xmap_t){ at, hs, h, pool, false });
-    a->stats.num_device_alloc++;
-    x_move_reserved(a, hpool, pool, hs);
     s = x_map_attach(a, st, pool, s, ns, nb, tail, at, hs);
     *seg = s;
     _cca_segmap_set(a, at, hs, s);
@@ -564,24 +297,21 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
     size_t hs = x->maps[mi].size;
     bool left = h0 > b->addr, right = h1 < bend;
     bool before = left || b->prev, follows = right || b->next;
+    CUmemGenericAllocationHandle h = x->maps[mi].h;
     cca_block_t *rb = NULL;
     cca_segment_t *ns = NULL;
-    if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
-        (left && right && !(rb = _cca_block_new(st))) || (before && follows && !(ns = _cca_segment_new(a))) ||
-        x->unmap((CUdeviceptr)h0, hs) != CUDA_SUCCESS) {
+    if (!_cca_vmm_room_held(a) || (left && right && !(rb = _cca_block_new(st))) ||
+        (before && follows && !(ns = _cca_segment_new(a))) || !_cca_vmm_unmap(a, mi)) {
         if (rb) _cca_block_recycle(st, rb);
         if (ns) _cca_segment_recycle(a, ns);
         return false;
     }
-    CUmemGenericAllocationHandle h = x->maps[mi].h;
-    x_map_remove(x, mi);
-    a->stats.num_device_free++;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
     x_cut_ends_t e = x_cut_blocks(a, s, b, rb, h0, h1);
     *next = e.first_after;
     int pool = s->pool;                               /* s may be recycled below */
     x_cut_segment(a, s, ns, &e, before, follows, h0, h1, after);
-    x_hold(a, h, hs, pool);
+    _cca_vmm_hold(a, h, hs, pool);
     return true;
 }
 
@@ -601,7 +331,7 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
         bool in_hole = false;                         /* b is the rest of a hole whose start was unmapped */
         while (b) {
             bool wanted = !st || (b->next && (b->prev || in_hole));
-            size_t mi = wanted && b->state == CCA_BLOCK_FREE ? x_map_index(x, b->addr) : x->nmaps;
+            size_t mi = wanted && b->state == CCA_BLOCK_FREE ? _cca_vmm_map_index(x, b->addr) : x->nmaps;
             if (mi < x->nmaps && x->maps[mi].addr + x->maps[mi].size <= b->addr + b->size) {
                 cca_segment_t *after;
                 cca_block_t *nb;
@@ -619,43 +349,6 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
     }
 }
 
-/* Releases held handles from index `from` on (cuMemRelease); those the
- * driver keeps stay held. */
-static void x_release_held(cca_allocator_t *a, size_t from)
-{
-    struct cca_xvmm *x = a->xv;
-    size_t keep = from;
-    for (size_t i = from; i < x->nheld; i++) {
-        xheld_t hd = x->held[i];
-        if (x->release(hd.h) != CUDA_SUCCESS) {
-            x->held[keep++] = hd;
-            continue;
-        }
-        a->stats.num_handle_release++;
-        _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)hd.size);
-        _cca_stat_add(a->stats.reserved_bytes, hd.pool, -(int64_t)hd.size);
-    }
-    x->nheld = keep;
-}
-
-/* Strays (mapped, no access): tried again whenever memory is given back. */
-static void x_retry_strays(cca_allocator_t *a)
-{
-    struct cca_xvmm *x = a->xv;
-    for (size_t i = 0; i < x->nmaps;) {
-        xmap_t m = x->maps[i];
-        if (!m.stray || !x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held) ||
-            x->unmap((CUdeviceptr)m.addr, m.size) != CUDA_SUCCESS) {
-            i++;
-            continue;
-        }
-        x_map_remove(x, i);
-        a->stats.num_device_free++;
-        _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)m.size);   /* x_hold counts it again */
-        x_hold(a, m.h, m.size, m.pool);
-    }
-}
-
 /* ---- what the rest of the allocator calls ---------------------------------- */
 
 bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
@@ -663,7 +356,7 @@ bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
     size_t from = a->xv->nheld;
     uintptr_t lo = seg->addr, hi = seg->addr + seg->size;
     x_unmap_free(a, seg, NULL);
-    x_release_held(a, from);
+    _cca_vmm_release_held(a, from);
     for (cca_segment_t *s = a->segments; s; s = s->next)   /* anything left of it: a handle the driver kept */
         if (s->expandable && s->addr >= lo && s->addr < hi) return false;
     return true;
@@ -671,9 +364,9 @@ bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
 
 void _cca_x_release_cached(cca_allocator_t *a)
 {
-    x_retry_strays(a);
+    _cca_vmm_retry_strays(a);
     x_unmap_free(a, NULL, NULL);
-    x_release_held(a, 0);
+    _cca_vmm_release_held(a, 0);
 }
 
 /* ---- growing ------------------------------------------------------------------ */
@@ -698,12 +391,12 @@ typedef struct xrange {
 } xrange_t;
 
 typedef struct xlayout {
-    xmaps_t maps;
+    cca_xmaps_t maps;
     const xrange_t *ranges;                           /* NULL: a->segments */
     size_t nranges;
 } xlayout_t;
 
-static inline xlayout_t x_real_layout(const struct cca_xvmm *x) { return (xlayout_t){ x_real_maps(x), NULL, 0 }; }
+static inline xlayout_t x_real_layout(const struct cca_xvmm *x) { return (xlayout_t){ _cca_vmm_maps(x), NULL, 0 }; }
 
 static void x_range_of(cca_segment_t *s, xrange_t *out)
 {
@@ -739,7 +432,7 @@ static bool x_next_range(const cca_allocator_t *a, const xlayout_t *L, const cca
 static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool,
                              uintptr_t addr, xrange_t *out)
 {
-    size_t i = x_index_in(&L->maps, addr);
+    size_t i = _cca_vmm_index(&L->maps, addr);
     if (i >= L->maps.n || L->maps.v[i].addr != addr || L->maps.v[i].stray) return false;
     if (L->ranges) {
         for (size_t k = 0; k < L->nranges; k++)
@@ -771,12 +464,12 @@ static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_
                         xspot_t *sp)
 {
     const struct cca_xvmm *x = a->xv;
-    const xmaps_t *m = &L->maps;
+    const cca_xmaps_t *m = &L->maps;
     size_t best = SIZE_MAX;
     xrange_t s, t;
     for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {
         uintptr_t end = s.addr + s.size;
-        size_t need = x_up(x, s.tail < rounded ? rounded - s.tail : 1), room = x_room_at(x, m, end);
+        size_t need = _cca_vmm_up(x, s.tail < rounded ? rounded - s.tail : 1), room = _cca_vmm_room_at(x, m, end);
         if (need <= room && need < best) {
             best = need;
             *sp = (xspot_t){ s.seg, end, room, need };
@@ -788,35 +481,22 @@ static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_
         }
     }
     for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {   /* a new range right below one of ours, joining it */
-        size_t need = x_up(x, s.head < rounded ? rounded - s.head : 1), room = x_room_below(x, m, s.addr);
+        size_t need = _cca_vmm_up(x, s.head < rounded ? rounded - s.head : 1), room = _cca_vmm_room_below(x, m, s.addr);
         if (need <= room && need < best) {
             best = need;
             *sp = (xspot_t){ NULL, s.addr - need, need, need };
         }
     }
     if (best != SIZE_MAX) return true;
-    size_t need = x_up(x, rounded);
-    uintptr_t gs = 0;
-    size_t glen = 0;
-    bool below = false;
-    for (size_t r = 0; r < x->nres; r++) {
-        uintptr_t at = x->res[r].base, end = x->res[r].base + x->res[r].size;
-        for (size_t i = x_index_in(m, at); i <= m->n; i++) {
-            uintptr_t to = i < m->n && m->v[i].addr < end ? m->v[i].addr : end;
-            if (to - at > glen) {
-                gs = at;
-                glen = to - at;
-                below = at != x->res[r].base;
-            }
-            if (to == end) break;
-            at = m->v[i].addr + m->v[i].size;
-        }
-    }
+    size_t need = _cca_vmm_up(x, rounded);
+    uintptr_t gs;
+    bool below;
+    size_t glen = _cca_vmm_largest_gap(x, m, &gs, &below);
     sp->need = need;
     if (glen < need) return false;
     uintptr_t at = gs;
     if (below) {
-        size_t off = x_down(x, glen / 2);
+        size_t off = _cca_vmm_down(x, glen / 2);
         at = gs + (off + need <= glen ? off : glen - need);
     }
     *sp = (xspot_t){ NULL, at, gs + glen - at, need };
@@ -832,7 +512,7 @@ static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_
     xlayout_t L = x_real_layout(x);
     if (x_best_spot(a, &L, st, pool, rounded, sp)) return CCA_OK;
     size_t need = sp->need;
-    cca_status_t s = x_reserve(a, need, ctx);
+    cca_status_t s = _cca_vmm_reserve(a, need, ctx);
     if (s != CCA_OK) return s;
     *sp = (xspot_t){ NULL, x->res[x->nres - 1].base, x->res[x->nres - 1].size, need };
     return CCA_OK;
@@ -870,7 +550,7 @@ struct cca_xfit {
     const cca_allocator_t *a;
     const cca_stream_t *st;
     xlayout_t view;                                   /* the layout with every free handle unmapped */
-    xmap_t *maps;
+    cca_xmap_t *maps;
     xrange_t *ranges;
     size_t nranges, capranges;
     size_t room;                                      /* M + H1 */
@@ -903,7 +583,7 @@ static bool x_view_segment(cca_xfit_t *f, const cca_segment_t *s, bool *gone, si
     for (const cca_block_t *b = s->first; b; b = b->next) {
         uintptr_t h0 = 0, h1 = 0, bend = b->addr + b->size;
         if (b->state == CCA_BLOCK_FREE)
-            for (size_t k = x_map_index(x, b->addr); k < x->nmaps && x->maps[k].addr + x->maps[k].size <= bend; k++) {
+            for (size_t k = _cca_vmm_map_index(x, b->addr); k < x->nmaps && x->maps[k].addr + x->maps[k].size <= bend; k++) {
                 if (!h1) h0 = x->maps[k].addr;
                 h1 = x->maps[k].addr + x->maps[k].size;
                 gone[k] = true;
@@ -1005,7 +685,7 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
     /* never further ahead than PyTorch's expandable segments map for this
      * request: its segment size (2 MiB small, 20 MiB under 10 MiB, the
      * request's pages above) less the request's own pages */
-    size_t pages = x_up(a->xv, ctx->rounded);
+    size_t pages = _cca_vmm_up(a->xv, ctx->rounded);
     size_t step = ctx->rounded <= CCA_SMALL_SIZE ? CCA_SMALL_BUFFER
                 : ctx->rounded < CCA_MIN_LARGE_ALLOC ? CCA_LARGE_BUFFER : pages;
     size_t torch_ahead = step > pages ? step - pages : 0;
@@ -1026,12 +706,12 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
         return 0;
     }
     size_t avail = dev_free < cap_room ? dev_free : cap_room;
-    size_t bound = avail >= X_PLENTY * reserved ? x_down(x, avail / X_FREE_DIV) : 0;   /* short: 2 MiB handles */
-    size_t ahead = x_down(x, (size_t)a->stats.reserved_bytes[pool].current / X_AHEAD_DIV);
+    size_t bound = avail >= X_PLENTY * reserved ? _cca_vmm_down(x, avail / X_FREE_DIV) : 0;   /* short: 2 MiB handles */
+    size_t ahead = _cca_vmm_down(x, (size_t)a->stats.reserved_bytes[pool].current / X_AHEAD_DIV);
     if (ahead > want + torch_ahead) ahead = want + torch_ahead;
     size_t one = ahead > want ? ahead : want;
-    if (one > room) one = x_down(x, room);
-    if (one > cap_room) one = x_down(x, cap_room);
+    if (one > room) one = _cca_vmm_down(x, room);
+    if (one > cap_room) one = _cca_vmm_down(x, cap_room);
     if (one <= bound) return one;
     size_t piece = bound > x->gran ? bound : x->gran;
     return piece < want ? piece : want;
@@ -1045,7 +725,7 @@ static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot
     size_t mapped = 0;
     while (mapped < sp->need) {
         size_t want = sp->need - mapped, room = sp->room - mapped;
-        if (!x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held)) {
+        if (!_cca_vmm_room_held(a)) {
             ctx->host_failed = true;
             return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
         }
@@ -1054,17 +734,12 @@ static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot
         size_t hs;
         int hpool = pool;
         if (i >= 0) {
-            xheld_t hd = x->held[i];
-            x->held[i] = x->held[--x->nheld];
-            _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)hd.size);
+            cca_xheld_t hd = _cca_vmm_take_held(a, (size_t)i);
             h = hd.h, hs = hd.size, hpool = hd.pool;
         } else {
             if (!(hs = x_handle_size(a, pool, want, room, ctx))) return CCA_ERROR_OUT_OF_MEMORY;
-            CUresult r = x->create(&h, hs, &x->prop, 0);
-            if (r == CUDA_ERROR_OUT_OF_MEMORY && hs > want) r = x->create(&h, hs = want, &x->prop, 0);
-            if (r != CUDA_SUCCESS) return x_cuda_fail(a, ctx, "cuMemCreate", r, hs);
-            a->stats.num_handle_create++;
-            _cca_stat_add(a->stats.reserved_bytes, pool, (int64_t)hs);
+            cca_status_t s = _cca_vmm_create(a, pool, &hs, want, &h, ctx);
+            if (s != CCA_OK) return s;
         }
         cca_status_t s = x_map(a, st, pool, &seg, sp->addr + mapped, h, hs, hpool, ctx);
         if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
@@ -1089,42 +764,75 @@ static cca_status_t x_try(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oo
     return CCA_OK;
 }
 
-/* The growth ladder of an expandable cache: map (held handles, then new
- * ones); when the device or the cap refuses, unmap every free handle
- * (after waiting for pending frees) and map again (a retry); then release
- * what is held and try once more. */
+/* The growth ladder of an expandable cache, a chain of attempts in the
+ * order below: each returns whether it settled the request (g->s holds
+ * the status: a block, or a failure no later attempt mends: not out of
+ * memory, or host memory ran out). A retry works on a copy of the context
+ * with the refusals cleared and adds what refused it. */
+typedef struct xgrow {
+    cca_allocator_t *a;
+    cca_stream_t *st;
+    int pool;
+    cca_oom_ctx_t *ctx;
+    cca_block_t **out;
+    cca_status_t s;
+} xgrow_t;
+
+static bool x_settled(const xgrow_t *g) { return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed; }
+
+/* Map: held handles, then new ones. */
+static bool x_grow_mapping(xgrow_t *g)
+{
+    g->s = x_try(g->a, g->st, g->pool, g->ctx, g->out);
+    return x_settled(g);
+}
+
+static bool x_grow_retry(xgrow_t *g)
+{
+    cca_oom_ctx_t again = *g->ctx;
+    again.cap_refused = again.device_refused = false;
+    g->s = x_try(g->a, g->st, g->pool, &again, g->out);
+    g->ctx->cap_refused |= again.cap_refused;
+    g->ctx->device_refused |= again.device_refused;
+    g->ctx->host_failed = again.host_failed;
+    return x_settled(g);
+}
+
+/* The device or the cap refused: wait for pending frees, unmap every free
+ * handle (strays too) and map again; the one attempt counted as a retry. */
+static bool x_grow_after_unmapping(xgrow_t *g)
+{
+    g->a->stats.num_alloc_retries++;
+    _cca_sync_pending(g->a);
+    _cca_vmm_retry_strays(g->a);
+    x_unmap_free(g->a, NULL, NULL);
+    return x_grow_retry(g);
+}
+
+/* Then, if any handle is held, release them all and map once more. */
+static bool x_grow_after_releasing(xgrow_t *g)
+{
+    if (!g->a->xv->nheld) return false;
+    _cca_vmm_release_held(g->a, 0);
+    return x_grow_retry(g);
+}
+
 cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
 {
-    dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    dev_guard_t dg;
+    cudaError_t e = _cca_device_enter(a, &dg);
     if (e != cudaSuccess) {
         _cca_clear_error();
         return _cca_fail_cuda(e, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
     }
     if (a->cfg.release_before_grow &&
-        (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + x_up(a->xv, ctx->rounded) > a->reserved_high &&
+        (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + _cca_vmm_up(a->xv, ctx->rounded) > a->reserved_high &&
         _cca_trim_plentiful(a))
         x_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
-    cca_status_t s = x_try(a, st, pool, ctx, out);
-    for (int rung = 0; rung < 2 && s == CCA_ERROR_OUT_OF_MEMORY && !ctx->host_failed; rung++) {
-        cca_oom_ctx_t again = *ctx;
-        again.cap_refused = again.device_refused = false;
-        if (rung == 0) {
-            a->stats.num_alloc_retries++;
-            _cca_sync_pending(a);
-            x_retry_strays(a);
-            x_unmap_free(a, NULL, NULL);
-        } else {
-            if (!a->xv->nheld) break;
-            x_release_held(a, 0);
-        }
-        s = x_try(a, st, pool, &again, out);
-        ctx->cap_refused |= again.cap_refused;
-        ctx->device_refused |= again.device_refused;
-        ctx->host_failed = again.host_failed;
-    }
-    _cca_device_leave(&g);
-    return s;
+    xgrow_t g = { a, st, pool, ctx, out, CCA_ERROR_OUT_OF_MEMORY };
+    (void)(x_grow_mapping(&g) || x_grow_after_unmapping(&g) || x_grow_after_releasing(&g));
+    _cca_device_leave(&dg);
+    return g.s;
 }
 
 /* ---- checking and destroying ---------------------------------------------- */
@@ -1143,10 +851,9 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
             return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx is not granularity-aligned",
                              (unsigned long)s->addr);
         uintptr_t at = s->addr;
-        for (size_t i = x_map_index(x, s->addr); i < x->nmaps && at < s->addr + s->size; i++) {
+        for (size_t i = _cca_vmm_map_index(x, s->addr); i < x->nmaps && at < s->addr + s->size; i++) {
             unsigned long long flags = 0;
-            CUresult r = x->maps[i].addr != at || x->maps[i].stray ? CUDA_SUCCESS
-                         : x->get_access(&flags, &x->prop.location, (CUdeviceptr)at);
+            CUresult r = x->maps[i].addr != at || x->maps[i].stray ? CUDA_SUCCESS : _cca_vmm_get_access(x, at, &flags);
             if (r != CUDA_SUCCESS)                        /* the driver did not answer: no verdict on cca */
                 return _cca_fail(CCA_ERROR_CUDA, "cca_check: cuMemGetAccess(%#lx) failed (%d)", (unsigned long)at, (int)r);
             if (x->maps[i].addr != at || x->maps[i].stray || flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
@@ -1180,87 +887,4 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
         return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
                          (long long)a->stats.unmapped_bytes.current, (long long)unmapped);
     return CCA_OK;
-}
-
-static void x_keep(cca_kept_part_t *p, size_t bytes, CUresult r)
-{
-    p->calls++;
-    p->bytes += bytes;
-    p->err = (int)r;
-}
-
-void _cca_x_result_name(int r, char *buf, size_t len)
-{
-    static const struct { int r; const char *name; } names[] = {
-        { CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE" },
-        { CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY" },
-        { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED" },
-        { CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED" },
-        { CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE" },
-        { CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" },
-        { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
-        { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" },
-        { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS" },
-        { CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED" },
-        { CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED" },
-        { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" },
-        { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (names[i].r == r) {
-            snprintf(buf, len, "%s", names[i].name);
-            return;
-        }
-    snprintf(buf, len, "CUresult %d", r);
-}
-
-/* Unmaps and releases everything, frees the reservations (cca_destroy);
- * *kept gets what the driver refused on every try. A mapping that could
- * not be unmapped still has its handle released (the driver allows it:
- * the memory is freed at the handle's last unmap; cca never names the
- * handle again), and its reservation is not freed: address space freed
- * with a mapping still in it could be reserved again and overlap that
- * mapping. Its bytes count as kept device memory, the reservation's as
- * kept address space. */
-void _cca_x_destroy(cca_allocator_t *a, cca_kept_t *kept)
-{
-    struct cca_xvmm *x = a->xv;
-    if (!x) return;
-    size_t stay = 0;                                  /* the mappings that stay: maps[nmaps - stay, nmaps) */
-    for (size_t i = x->nmaps; i-- > 0;) {             /* from the top: a driver keeping mappings in order moves nothing */
-        xmap_t m = x->maps[i];
-        CUresult r = X_TRIES(x->unmap((CUdeviceptr)m.addr, m.size));
-        bool mapped = r != CUDA_SUCCESS;
-        if (mapped) {
-            x_keep(&kept->unmap, m.size, r);
-            kept->device_bytes += m.size;
-            x->maps[x->nmaps - 1 - stay++] = m;       /* at i or above: what was read already */
-        }
-        if ((r = X_TRIES(x->release(m.h))) != CUDA_SUCCESS) {
-            x_keep(&kept->release, m.size, r);
-            if (!mapped) kept->device_bytes += m.size;
-        }
-    }
-    for (size_t i = 0; i < x->nheld; i++) {
-        CUresult r = X_TRIES(x->release(x->held[i].h));
-        if (r != CUDA_SUCCESS) {
-            x_keep(&kept->release, x->held[i].size, r);
-            kept->device_bytes += x->held[i].size;
-        }
-    }
-    for (size_t i = 0; i < x->nres; i++) {
-        const xres_t *res = &x->res[i];
-        bool in_use = false;
-        for (size_t k = x->nmaps - stay; k < x->nmaps && !in_use; k++) in_use = x->maps[k].addr - res->base < res->size;
-        CUresult r = in_use ? CUDA_SUCCESS : X_TRIES(x->address_free((CUdeviceptr)res->base, res->size));
-        if (in_use || r != CUDA_SUCCESS) {
-            x_keep(in_use ? &kept->still_mapped : &kept->address_free, res->size, r);
-            kept->va_bytes += res->size;
-        }
-    }
-    free(x->maps);
-    free(x->held);
-    free(x->res);
-    free(x);
-    a->xv = NULL;
 }

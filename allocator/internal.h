@@ -1,9 +1,11 @@
 /* internal.h - everything the allocator's files share, one header per
  * role: model.h (the data), core.h (the allocator as a whole, all locked),
  * counters.h (the counters unit), streams.h (address maps, streams,
- * events), blocks.h (blocks, bins, parking, transitions' deltas). Prefix:
- * cca_ public, _cca_ internal (the file that defines a function names it:
- * _cca_bins_*, _cca_ptrmap_*, _cca_ctr_* / _cca_counters_*, ...).
+ * events), blocks.h (blocks, bins, parking, transitions' deltas), vmm.h
+ * (the virtual-memory layer under expandable segments). Prefix: cca_
+ * public, _cca_ internal (the file that defines a function names it:
+ * _cca_bins_*, _cca_ptrmap_*, _cca_ctr_* / _cca_counters_*, _cca_vmm_*,
+ * _cca_x_* for expand.c, ...).
  *
  * Glossary
  *   pool          small (requests up to 1 MiB, 2 MiB segments) or large;
@@ -41,5 +43,6 @@
 #include "counters.h"
 #include "streams.h"
 #include "blocks.h"
+#include "vmm.h"
 
 #endif /* CCA_INTERNAL_H */

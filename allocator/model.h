@@ -224,7 +224,7 @@ struct cca_allocator {
     bool plain_rounding;                              /* no roundup_power2_divisions set */
     size_t fit_msz, split_msz;                        /* best fit's and splitting's max_split_size (SIZE_MAX: expandable) */
     size_t large_split_min;                           /* least rest a large block splits off (expandable: 512 B) */
-    struct cca_xvmm *xv;                              /* expandable segments' state (expand.c); NULL: off */
+    struct cca_xvmm *xv;                              /* expandable segments' state (vmm.h); NULL: off */
     size_t cap;                                       /* effective cap in bytes; SIZE_MAX: none */
     size_t device_total;
     size_t reserved_high;                             /* most bytes ever reserved (policies; never reset) */

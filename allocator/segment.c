@@ -407,7 +407,7 @@ static size_t segment_grown_size(const cca_allocator_t *a, int pool, size_t size
 size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca_rung_t rung)
 {
     if (a->xv) {                                      /* mapped in handles: the request's own pages */
-        size_t g = _cca_x_gran(a);
+        size_t g = _cca_vmm_gran(a);
         return (rounded + g - 1) / g * g;
     }
     size_t standard = rounded <= CCA_SMALL_SIZE     ? CCA_SMALL_BUFFER
@@ -420,6 +420,66 @@ size_t _cca_segment_size(const cca_allocator_t *a, int pool, size_t rounded, cca
     }
 }
 
+/* The ladder as a chain of attempts, in the order of cca_rung_t: each
+ * returns whether it settled the request (g->s holds the status: a
+ * segment, or a failure no later rung mends: not out of memory, or host
+ * memory ran out); a rung that does not apply returns false untried. */
+typedef struct grow {
+    cca_allocator_t *a;
+    cca_stream_t *st;
+    int pool;
+    cca_oom_ctx_t *ctx;
+    cca_block_t **out;
+    size_t standard, grown;                           /* the standard size; a policy's, sized before any release */
+    bool policies;                                    /* release_before_grow or segment_growth_percent */
+    cca_status_t s;
+} grow_t;
+
+/* A segment of `size` bytes (c: where the reasons of a refusal go). */
+static bool grow_alloc(grow_t *g, size_t size, cca_oom_ctx_t *c, bool retry)
+{
+    g->s = segment_alloc_segment(g->a, g->st, g->pool, size, c, retry, g->out);
+    g->ctx->host_failed = c->host_failed;
+    return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed;
+}
+
+static size_t grow_size(const grow_t *g, cca_rung_t rung) { return _cca_segment_size(g->a, g->pool, g->ctx->rounded, rung); }
+
+/* A policy's bigger segment: the report names the standard one. */
+static bool grow_grown(grow_t *g)
+{
+    if (g->grown <= g->standard) return false;
+    cca_oom_ctx_t trial = *g->ctx;
+    return grow_alloc(g, g->grown, &trial, false);
+}
+
+/* The standard segment. */
+static bool grow_new(grow_t *g) { return grow_alloc(g, grow_size(g, CCA_RUNG_NEW), g->ctx, false); }
+
+/* max_split_size: after releasing the oversize cached blocks that would help. */
+static bool grow_release_fitting(grow_t *g)
+{
+    return segment_release_available(g->a, g->st, g->pool, g->ctx->rounded) &&
+           grow_alloc(g, grow_size(g, CCA_RUNG_RELEASE_FITTING), g->ctx, false);
+}
+
+/* After releasing every unused cached segment: the one rung counted as a retry. */
+static bool grow_release_all(grow_t *g)
+{
+    _cca_release_cached(g->a);
+    return grow_alloc(g, grow_size(g, CCA_RUNG_RELEASE_ALL), g->ctx, true);
+}
+
+/* The policies' last resort: the smallest segment that holds it, which
+ * the report then names. */
+static bool grow_least(grow_t *g)
+{
+    size_t size = grow_size(g, CCA_RUNG_LEAST);
+    if (!g->policies || size >= g->standard) return false;
+    g->ctx->alloc_size = size;
+    return grow_alloc(g, size, g->ctx, false);
+}
+
 /* Gets a segment for the request (ctx->rounded, ctx->alloc_size: the
  * standard size), climbing the ladder; the OOM status of the last rung if
  * none gives one. */
@@ -429,39 +489,9 @@ cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_c
     _cca_capture_cache_figures(a, ctx);              /* before anything is released */
     if (a->gc_enabled) segment_garbage_collect(a);
     if (a->xv) return _cca_x_grow(a, st, pool, ctx, out);
-    size_t standard = ctx->alloc_size;
-    bool policies = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
-    size_t grown = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN);   /* sized before anything is released */
-    if (a->cfg.release_before_grow) segment_release_for_peak(a, st, grown);
-    cca_status_t s = CCA_ERROR_OUT_OF_MEMORY;
-    for (int rung = 0; rung < CCA_RUNG_COUNT; rung++) {
-        size_t size = rung == CCA_RUNG_GROWN ? grown : _cca_segment_size(a, pool, ctx->rounded, (cca_rung_t)rung);
-        cca_oom_ctx_t trial = *ctx, *c = ctx;
-        switch ((cca_rung_t)rung) {
-        case CCA_RUNG_GROWN:                          /* a policy's bigger segment: the report names the standard one */
-            if (size <= standard) continue;
-            c = &trial;
-            break;
-        case CCA_RUNG_NEW:
-            break;
-        case CCA_RUNG_RELEASE_FITTING:                /* max_split_size: the oversize cached blocks that would help */
-            if (!segment_release_available(a, st, pool, ctx->rounded)) continue;
-            break;
-        case CCA_RUNG_RELEASE_ALL:                    /* every unused cached segment */
-            _cca_release_cached(a);
-            break;
-        case CCA_RUNG_LEAST:                          /* the policies' last resort: the smallest segment that holds it */
-            if (!policies || size >= standard) continue;
-            ctx->alloc_size = size;                   /* the report names the smallest segment tried */
-            break;
-        case CCA_RUNG_COUNT:
-            break;
-        }
-        s = segment_alloc_segment(a, st, pool, size, c, rung == CCA_RUNG_RELEASE_ALL, out);
-        ctx->host_failed = c->host_failed;
-        if (s != CCA_ERROR_OUT_OF_MEMORY || ctx->host_failed) return s;
-    }
-    return s;
+    grow_t g = { a, st, pool, ctx, out, ctx->alloc_size, _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN),
+                 a->cfg.release_before_grow || a->cfg.segment_growth_percent, CCA_ERROR_OUT_OF_MEMORY };
+    if (a->cfg.release_before_grow) segment_release_for_peak(a, st, g.grown);
+    (void)(grow_grown(&g) || grow_new(&g) || grow_release_fitting(&g) || grow_release_all(&g) || grow_least(&g));
+    return g.s;
 }
-
-
