@@ -5,7 +5,7 @@
 #ifndef CCA_BLOCKS_H
 #define CCA_BLOCKS_H
 
-#include "model.h"
+#include "types.h"
 #include "counters.h"
 
 /* tree.c: free blocks ordered by (size, addr) - a treap. */

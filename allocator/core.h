@@ -5,7 +5,7 @@
 #ifndef CCA_CORE_H
 #define CCA_CORE_H
 
-#include "model.h"
+#include "types.h"
 
 /* Sized structs (CCA_V1_*, _cca_copy_out), _cca_fail and the view: view/cca_view.h. */
 

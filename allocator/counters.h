@@ -4,7 +4,7 @@
 #ifndef CCA_COUNTERS_H
 #define CCA_COUNTERS_H
 
-#include "model.h"
+#include "types.h"
 
 /* counters.c: the counters unit - the per-stream figures, their leases
  * and peaks, and the all-locked public view. */

@@ -5,7 +5,7 @@
 #ifndef CCA_STREAMS_H
 #define CCA_STREAMS_H
 
-#include "model.h"
+#include "types.h"
 
 /* ptrmap.c: a stream's handed-out address -> block (its lookups inline). */
 bool         _cca_ptrmap_init(cca_ptrmap_t *m);

@@ -16,7 +16,7 @@
 #define X_VERSION 12000                               /* the driver API version of the calls we ask for */
 #define X_RES_FACTOR 2                                /* a reservation: twice the device's memory */
 
-static bool x_grow_array(cca_allocator_t *a, void **p, size_t *cap, size_t need, size_t elem)
+static bool vmm_grow_array(cca_allocator_t *a, void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return true;
     size_t n = *cap ? *cap * 2 : 16;
@@ -32,18 +32,18 @@ static bool x_grow_array(cca_allocator_t *a, void **p, size_t *cap, size_t need,
 bool _cca_vmm_room_maps(cca_allocator_t *a)
 {
     struct cca_xvmm *x = a->xv;
-    return x_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps);
+    return vmm_grow_array(a, (void **)&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps);
 }
 
 bool _cca_vmm_room_held(cca_allocator_t *a)
 {
     struct cca_xvmm *x = a->xv;
-    return x_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held);
+    return vmm_grow_array(a, (void **)&x->held, &x->capheld, x->nheld + 1, sizeof *x->held);
 }
 
 /* ---- loading ------------------------------------------------------------ */
 
-static void *x_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
+static void *vmm_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
 {
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -61,15 +61,15 @@ cca_status_t _cca_vmm_init(cca_allocator_t *a)
     struct cca_xvmm *x = calloc(1, sizeof *x);
     if (!x) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     cca_status_t s = CCA_OK;
-    x->granularity = (PFN_cuMemGetAllocationGranularity_v10020)x_entry(a, "cuMemGetAllocationGranularity", &s);
-    x->reserve = (PFN_cuMemAddressReserve_v10020)x_entry(a, "cuMemAddressReserve", &s);
-    x->address_free = (PFN_cuMemAddressFree_v10020)x_entry(a, "cuMemAddressFree", &s);
-    x->create = (PFN_cuMemCreate_v10020)x_entry(a, "cuMemCreate", &s);
-    x->release = (PFN_cuMemRelease_v10020)x_entry(a, "cuMemRelease", &s);
-    x->map = (PFN_cuMemMap_v10020)x_entry(a, "cuMemMap", &s);
-    x->unmap = (PFN_cuMemUnmap_v10020)x_entry(a, "cuMemUnmap", &s);
-    x->set_access = (PFN_cuMemSetAccess_v10020)x_entry(a, "cuMemSetAccess", &s);
-    x->get_access = (PFN_cuMemGetAccess_v10020)x_entry(a, "cuMemGetAccess", &s);
+    x->granularity = (PFN_cuMemGetAllocationGranularity_v10020)vmm_entry(a, "cuMemGetAllocationGranularity", &s);
+    x->reserve = (PFN_cuMemAddressReserve_v10020)vmm_entry(a, "cuMemAddressReserve", &s);
+    x->address_free = (PFN_cuMemAddressFree_v10020)vmm_entry(a, "cuMemAddressFree", &s);
+    x->create = (PFN_cuMemCreate_v10020)vmm_entry(a, "cuMemCreate", &s);
+    x->release = (PFN_cuMemRelease_v10020)vmm_entry(a, "cuMemRelease", &s);
+    x->map = (PFN_cuMemMap_v10020)vmm_entry(a, "cuMemMap", &s);
+    x->unmap = (PFN_cuMemUnmap_v10020)vmm_entry(a, "cuMemUnmap", &s);
+    x->set_access = (PFN_cuMemSetAccess_v10020)vmm_entry(a, "cuMemSetAccess", &s);
+    x->get_access = (PFN_cuMemGetAccess_v10020)vmm_entry(a, "cuMemGetAccess", &s);
     if (s != CCA_OK) {
         free(x);
         return s;
@@ -114,7 +114,7 @@ size_t _cca_vmm_map_index(const struct cca_xvmm *x, uintptr_t addr)
     return _cca_vmm_index(&m, addr);
 }
 
-static const cca_xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
+static const cca_xres_t *vmm_res_of(const struct cca_xvmm *x, uintptr_t addr)
 {
     for (size_t i = 0; i < x->nres; i++)
         if (addr >= x->res[i].base && addr - x->res[i].base < x->res[i].size) return &x->res[i];
@@ -123,7 +123,7 @@ static const cca_xres_t *x_res_of(const struct cca_xvmm *x, uintptr_t addr)
 
 size_t _cca_vmm_room_at(const struct cca_xvmm *x, const cca_xmaps_t *m, uintptr_t addr)
 {
-    const cca_xres_t *r = x_res_of(x, addr);
+    const cca_xres_t *r = vmm_res_of(x, addr);
     if (!r) return 0;
     uintptr_t end = r->base + r->size;
     size_t i = _cca_vmm_index(m, addr);
@@ -133,7 +133,7 @@ size_t _cca_vmm_room_at(const struct cca_xvmm *x, const cca_xmaps_t *m, uintptr_
 
 size_t _cca_vmm_room_below(const struct cca_xvmm *x, const cca_xmaps_t *m, uintptr_t addr)
 {
-    const cca_xres_t *r = x_res_of(x, addr);
+    const cca_xres_t *r = vmm_res_of(x, addr);
     if (!r || addr == r->base) return 0;
     uintptr_t lo = r->base;
     size_t i = _cca_vmm_index(m, addr);
@@ -175,7 +175,7 @@ CUresult _cca_vmm_get_access(const struct cca_xvmm *x, uintptr_t at, unsigned lo
 cca_status_t _cca_vmm_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ctx)
 {
     struct cca_xvmm *x = a->xv;
-    if (!x_grow_array(a, (void **)&x->res, &x->capres, x->nres + 1, sizeof *x->res)) {
+    if (!vmm_grow_array(a, (void **)&x->res, &x->capres, x->nres + 1, sizeof *x->res)) {
         ctx->host_failed = true;
         return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
     }
@@ -198,7 +198,7 @@ cca_status_t _cca_vmm_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ct
 }
 
 /* Moves handle bytes between pools' reserved figures. */
-static void x_move_reserved(cca_allocator_t *a, int from, int to, size_t size)
+static void vmm_move_reserved(cca_allocator_t *a, int from, int to, size_t size)
 {
     if (from == to) return;
     _cca_stat_add(a->stats.reserved_bytes, from, -(int64_t)size);
@@ -221,7 +221,7 @@ cca_xheld_t _cca_vmm_take_held(cca_allocator_t *a, size_t i)
     return hd;
 }
 
-static void x_map_insert(struct cca_xvmm *x, cca_xmap_t m)
+static void vmm_map_insert(struct cca_xvmm *x, cca_xmap_t m)
 {
     size_t i = _cca_vmm_map_index(x, m.addr);        /* room was made first */
     memmove(&x->maps[i + 1], &x->maps[i], (x->nmaps - i) * sizeof *x->maps);
@@ -229,7 +229,7 @@ static void x_map_insert(struct cca_xvmm *x, cca_xmap_t m)
     x->nmaps++;
 }
 
-static void x_map_remove(struct cca_xvmm *x, size_t i)
+static void vmm_map_remove(struct cca_xvmm *x, size_t i)
 {
     memmove(&x->maps[i], &x->maps[i + 1], (x->nmaps - i - 1) * sizeof *x->maps);
     x->nmaps--;
@@ -245,7 +245,7 @@ static void x_map_remove(struct cca_xvmm *x, size_t i)
         r_;                                                              \
     })
 
-static cca_status_t x_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const char *call, CUresult r, size_t size)
+static cca_status_t vmm_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const char *call, CUresult r, size_t size)
 {
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         ctx->device_refused = true;
@@ -260,7 +260,7 @@ cca_status_t _cca_vmm_create(cca_allocator_t *a, int pool, size_t *hs, size_t wa
     struct cca_xvmm *x = a->xv;
     CUresult r = x->create(h, *hs, &x->prop, 0);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && *hs > want) r = x->create(h, *hs = want, &x->prop, 0);
-    if (r != CUDA_SUCCESS) return x_cuda_fail(a, ctx, "cuMemCreate", r, *hs);
+    if (r != CUDA_SUCCESS) return vmm_cuda_fail(a, ctx, "cuMemCreate", r, *hs);
     a->stats.num_handle_create++;
     _cca_stat_add(a->stats.reserved_bytes, pool, (int64_t)*hs);
     return CCA_OK;
@@ -269,7 +269,7 @@ cca_status_t _cca_vmm_create(cca_allocator_t *a, int pool, size_t *hs, size_t wa
 /* cuMemMap and cuMemSetAccess of handle h at `at`: CUDA_SUCCESS, else the
  * failing call in *call; a mapping that can neither get access nor be
  * unmapped is kept aside as held (*stray). */
-static CUresult x_map_device(cca_allocator_t *a, uintptr_t at, CUmemGenericAllocationHandle h, size_t hs, int hpool,
+static CUresult vmm_map_device(cca_allocator_t *a, uintptr_t at, CUmemGenericAllocationHandle h, size_t hs, int hpool,
                              const char **call, bool *stray)
 {
     struct cca_xvmm *x = a->xv;
@@ -281,7 +281,7 @@ static CUresult x_map_device(cca_allocator_t *a, uintptr_t at, CUmemGenericAlloc
         *call = "cuMemSetAccess";
         r = x->set_access((CUdeviceptr)at, hs, &d, 1);
         if (r != CUDA_SUCCESS && X_TRIES(x->unmap((CUdeviceptr)at, hs)) != CUDA_SUCCESS) {   /* mapped without access: kept aside, never used */
-            x_map_insert(x, (cca_xmap_t){ at, hs, h, hpool, true });
+            vmm_map_insert(x, (cca_xmap_t){ at, hs, h, hpool, true });
             _cca_stat_update(&a->stats.unmapped_bytes, (int64_t)hs);
             a->stats.num_device_alloc++;
             *stray = true;
@@ -295,14 +295,14 @@ cca_status_t _cca_vmm_map(cca_allocator_t *a, uintptr_t at, CUmemGenericAllocati
 {
     const char *call;
     bool stray;
-    CUresult r = x_map_device(a, at, h, hs, hpool, &call, &stray);
+    CUresult r = vmm_map_device(a, at, h, hs, hpool, &call, &stray);
     if (r != CUDA_SUCCESS) {
         if (!stray) _cca_vmm_hold(a, h, hs, hpool);
-        return x_cuda_fail(a, ctx, call, r, hs);
+        return vmm_cuda_fail(a, ctx, call, r, hs);
     }
-    x_map_insert(a->xv, (cca_xmap_t){ at, hs, h, pool, false });
+    vmm_map_insert(a->xv, (cca_xmap_t){ at, hs, h, pool, false });
     a->stats.num_device_alloc++;
-    x_move_reserved(a, hpool, pool, hs);
+    vmm_move_reserved(a, hpool, pool, hs);
     return CCA_OK;
 }
 
@@ -310,7 +310,7 @@ bool _cca_vmm_unmap(cca_allocator_t *a, size_t mi)
 {
     struct cca_xvmm *x = a->xv;
     if (x->unmap((CUdeviceptr)x->maps[mi].addr, x->maps[mi].size) != CUDA_SUCCESS) return false;
-    x_map_remove(x, mi);
+    vmm_map_remove(x, mi);
     a->stats.num_device_free++;
     return true;
 }
@@ -341,7 +341,7 @@ void _cca_vmm_retry_strays(cca_allocator_t *a)
             i++;
             continue;
         }
-        x_map_remove(x, i);
+        vmm_map_remove(x, i);
         a->stats.num_device_free++;
         _cca_stat_update(&a->stats.unmapped_bytes, -(int64_t)m.size);   /* _cca_vmm_hold counts it again */
         _cca_vmm_hold(a, m.h, m.size, m.pool);
@@ -350,7 +350,7 @@ void _cca_vmm_retry_strays(cca_allocator_t *a)
 
 /* ---- result names and teardown --------------------------------------------- */
 
-static void x_keep(cca_kept_part_t *p, size_t bytes, CUresult r)
+static void vmm_keep(cca_kept_part_t *p, size_t bytes, CUresult r)
 {
     p->calls++;
     p->bytes += bytes;
@@ -400,19 +400,19 @@ void _cca_vmm_destroy(cca_allocator_t *a, cca_kept_t *kept)
         CUresult r = X_TRIES(x->unmap((CUdeviceptr)m.addr, m.size));
         bool mapped = r != CUDA_SUCCESS;
         if (mapped) {
-            x_keep(&kept->unmap, m.size, r);
+            vmm_keep(&kept->unmap, m.size, r);
             kept->device_bytes += m.size;
             x->maps[x->nmaps - 1 - stay++] = m;       /* at i or above: what was read already */
         }
         if ((r = X_TRIES(x->release(m.h))) != CUDA_SUCCESS) {
-            x_keep(&kept->release, m.size, r);
+            vmm_keep(&kept->release, m.size, r);
             if (!mapped) kept->device_bytes += m.size;
         }
     }
     for (size_t i = 0; i < x->nheld; i++) {
         CUresult r = X_TRIES(x->release(x->held[i].h));
         if (r != CUDA_SUCCESS) {
-            x_keep(&kept->release, x->held[i].size, r);
+            vmm_keep(&kept->release, x->held[i].size, r);
             kept->device_bytes += x->held[i].size;
         }
     }
@@ -422,7 +422,7 @@ void _cca_vmm_destroy(cca_allocator_t *a, cca_kept_t *kept)
         for (size_t k = x->nmaps - stay; k < x->nmaps && !in_use; k++) in_use = x->maps[k].addr - res->base < res->size;
         CUresult r = in_use ? CUDA_SUCCESS : X_TRIES(x->address_free((CUdeviceptr)res->base, res->size));
         if (in_use || r != CUDA_SUCCESS) {
-            x_keep(in_use ? &kept->still_mapped : &kept->address_free, res->size, r);
+            vmm_keep(in_use ? &kept->still_mapped : &kept->address_free, res->size, r);
             kept->va_bytes += res->size;
         }
     }

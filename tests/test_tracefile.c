@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "common.h"
-#include "model.h"
+#include "types.h"
 #include "replay.h"
 #include "trace.h"
 

@@ -1,14 +1,43 @@
-/* model.h - the allocator's data: limits, blocks, segments, free bins,
- * address maps, the per-stream figures, streams and the allocator itself.
- * Terms: internal.h's glossary. Locking: each stream's state (its free
+/* types.h - the glossary of the allocator's terms (below), then its data:
+ * limits, blocks, segments, free bins, address maps, the per-stream
+ * figures, streams and the allocator itself. Locking: each stream's state (its free
  * bins, its segments' blocks, its live-address map, its figures and leases,
  * its parked blocks, its events) is guarded by the stream's lock; the hot
  * path takes only that one (and may try-lock the others, never waiting, to
  * move leases). Everything else - creating streams and segments, recording
  * events, the OOM path, statistics, walks - runs "all locked": the
- * allocator's lock, then every stream lock in list order. */
-#ifndef CCA_MODEL_H
-#define CCA_MODEL_H
+ * allocator's lock, then every stream lock in list order.
+ *
+ * Glossary
+ *   pool          small (requests up to 1 MiB, 2 MiB segments) or large;
+ *                 numbered as the public API numbers them (CCA_POOL_SMALL,
+ *                 CCA_POOL_LARGE; CCA_POOL_ALL is their sum).
+ *   segment       one cudaMalloc; split into blocks, never merged across.
+ *   hot path      a malloc or free served under its stream's lock alone.
+ *   all locked    the allocator's lock and every stream's: the slow path,
+ *                 statistics, walks (_cca_lock_all).
+ *   delta         what a block transition (take, free, release, settle,
+ *                 park) does to its stream's figures; block code computes
+ *                 it, the counters unit applies it.
+ *   lease         how far a stream may raise a figure without the others'
+ *                 locks; all streams' leases add up to at most the peak,
+ *                 which keeps peaks exact with no shared write.
+ *   room          lease - current: what the hot path actually keeps and
+ *                 checks (a sign test).
+ *   trigger       the stream just served, which gets the rounding rest
+ *                 when leases are dealt anew (rebalance).
+ *   park          a hot-path free that defers its merge and falling
+ *                 figures, so that the next request can be carved out of
+ *                 the merged block in place; "vacate" applies the deferred
+ *                 figures, "flush" frees the parked block for real.
+ *   pending       freed, awaiting events on streams that used the block.
+ *   husk          a retired stream's small record, kept for reuse.
+ *   rung          one step of the growth ladder (segment.c).
+ *   view          the consistent moment through which stats/ reads the
+ *                 allocator (view.c).
+ */
+#ifndef CCA_TYPES_H
+#define CCA_TYPES_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -262,4 +291,4 @@ struct cca_allocator {
     cca_acct_t acct;                                  /* the accounting layer's (stats/) own state: view/cca_view.h */
 };
 
-#endif /* CCA_MODEL_H */
+#endif /* CCA_TYPES_H */
