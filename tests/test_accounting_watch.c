@@ -109,6 +109,8 @@ Test(watch, cca_watch_takes_the_argument_last_in_the_same_order)
     cr_assert_eq(cca_watch_threshold(a, CCA_WATCH_ALLOCATED, 5 * MiB, on_cross, &t[1], &id[1]), CCA_OK);
     cr_assert_eq(cca_watch(NULL, CCA_WATCH_ALLOCATED, 1, on_cross_last, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
     cr_assert_eq(cca_watch(a, CCA_WATCH_ALLOCATED, 1, NULL, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(cca_watch(a, CCA_WATCH_ALLOCATED, 1, on_cross_last, NULL, NULL), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "cca_watch: id is NULL") != NULL, "%s", cca_last_error_string());
     cr_assert_eq(cca_watch(a, (cca_watch_kind_t)7, 1, on_cross_last, NULL, &id[0]), CCA_ERROR_INVALID_ARGUMENT);
     void *p = alloc_ok(a, 6 * MiB, NULL);
     cr_assert_eq(l.n, 2);
