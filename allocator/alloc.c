@@ -10,36 +10,36 @@
 
 /* ---- the all-locked path ----------------------------------------------- */
 
-void _cca_lock_all(cca_allocator_t *a)
+void _cca_alloc_lock_all(cca_allocator_t *a)
 {
     _cca_lock(&a->lock);
     a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
-        _cca_flush_parked(a, st, CCA_POOL_SMALL);       /* every walk and figure sees them freed */
-        _cca_flush_parked(a, st, CCA_POOL_LARGE);
+        _cca_park_flush(a, st, CCA_POOL_SMALL);       /* every walk and figure sees them freed */
+        _cca_park_flush(a, st, CCA_POOL_LARGE);
     }
     a->all_locked = true;
     _cca_counters_refresh(a);
-    _cca_reap_pending(a);
+    _cca_alloc_reap_pending(a);
 }
 
-void _cca_reap_pending(cca_allocator_t *a)
+void _cca_alloc_reap_pending(cca_allocator_t *a)
 {
-    if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_streams_reap(a);
+    if (atomic_load_explicit(&a->dead_pending, memory_order_relaxed)) _cca_stream_reap_all(a);
 }
 
 /* Ends an all-locked section. Figures it changed (a->unseen: the call's own
  * change, or a retired stream's segments returned on the way) are told to
  * the accounting first - after any reap still pending, so that a watch
  * sees the figure the call leaves - and its callbacks run once unlocked. */
-void _cca_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
+void _cca_alloc_unlock_all(cca_allocator_t *a, cca_stream_t *trigger)
 {
-    _cca_reap_pending(a);
+    _cca_alloc_reap_pending(a);
     if (trigger && trigger->dead) trigger = NULL;     /* retired just now: its leases are gone */
     bool tell = a->unseen && (atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_WATCH);
     a->unseen = false;
-    if (tell) _cca_acct_changed(a);
+    if (tell) _cca_view_changed(a);
     a->change.kind = 0;
     _cca_counters_rebalance(a, trigger);
     a->all_locked = false;
@@ -57,7 +57,7 @@ static inline bool alloc_hooked(cca_allocator_t *a)
 static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 {
     a->unseen = true;
-    _cca_unlock_all(a, trigger);
+    _cca_alloc_unlock_all(a, trigger);
 }
 
 /* ---- allocation -------------------------------------------------------- */
@@ -67,29 +67,29 @@ static void alloc_unlock_all_changed(cca_allocator_t *a, cca_stream_t *trigger)
 static cca_status_t alloc_fail_host(cca_allocator_t *a, const char *what, bool tentative)
 {
     if (!tentative) a->stats.num_ooms++;
-    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
+    return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory for cca's bookkeeping", what);
 }
 
 /* Out of memory: count it, report it, leave everything else as it was. */
 static cca_status_t alloc_fail_oom(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
     if (ctx->tentative) {                             /* cca_malloc_try: the caller asks again */
-        _cca_reap_pending(a);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %zu bytes on device %d%s",
+        _cca_alloc_reap_pending(a);
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: out of memory allocating %zu bytes on device %d%s",
                          ctx->requested, a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
     }
     a->stats.num_ooms++;
-    if (!ctx->captured) _cca_capture_cache_figures(a, ctx);
-    _cca_reap_pending(a);                             /* a retired stream's block that came back: the figures without it */
-    cca_status_t s = _cca_fail(CCA_ERROR_OUT_OF_MEMORY,           /* forgets the thread's last report */
+    if (!ctx->captured) _cca_oomfig_capture_cache(a, ctx);
+    _cca_alloc_reap_pending(a);                             /* a retired stream's block that came back: the figures without it */
+    cca_status_t s = _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY,           /* forgets the thread's last report */
                                "cca: out of memory allocating %zu bytes on device %d%s", ctx->requested,
                                a->cfg.device, ctx->cap_refused ? " (the memory cap refused it)" : "");
     cca_oom_report_t r;
-    _cca_oom_fill(a, ctx, &r);
+    _cca_oomfig_fill(a, ctx, &r);
     if (_cca_history_on(a))
         _cca_history_add(a, CCA_HISTORY_OOM, 0, ctx->requested, ctx->stream, _cca_tag_now(), r.device_free);
-    if (_cca_trace_on(a)) _cca_trace_failure(a, ctx->requested, ctx->stream);
-    _cca_acct_oom(a, &r);                             /* ... which this one replaces */
+    if (_cca_tracefile_on(a)) _cca_tracefile_failure(a, ctx->requested, ctx->stream);
+    _cca_view_oom(a, &r);                             /* ... which this one replaces */
     return s;
 }
 
@@ -107,32 +107,32 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
         ctx.rounded = ctx.alloc_size = size;
         return alloc_fail_oom(a, &ctx);
     }
-    _cca_process_events(a);
-    _cca_reap_pending(a);                             /* a retired stream's last block came back: its segment goes first */
+    _cca_events_process(a);
+    _cca_alloc_reap_pending(a);                             /* a retired stream's last block came back: its segment goes first */
     cca_stream_t *st = *served = _cca_stream_get(a, key, stream);
-    if (!st || !_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc", tentative);
-    size_t rounded = _cca_round_size(&a->cfg, size);
+    if (!st || !_cca_block_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live)) return alloc_fail_host(a, "cca_malloc", tentative);
+    size_t rounded = _cca_config_round_size(&a->cfg, size);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     alloc_note_search(a, pool);
-    cca_block_t *b = _cca_find_free(a, st, pool, rounded);
+    cca_block_t *b = _cca_block_find_free(a, st, pool, rounded);
     if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
-        cca_status_t s = _cca_grow(a, st, pool, &ctx, &b);
+        cca_status_t s = _cca_segment_grow(a, st, pool, &ctx, &b);
         if (s == CCA_ERROR_OUT_OF_MEMORY)
             return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
     }
     cca_delta_t d;
     _cca_take_delta(&d, a, b, rounded, size);
-    _cca_ctr_apply(a, st, pool, &d);               /* all locked: cannot fail */
-    _cca_take_block(a, b, rounded, size);
+    _cca_counters_apply(a, st, pool, &d);               /* all locked: cannot fail */
+    _cca_block_take(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);    /* room was reserved above */
     b->tag = _cca_tag_now();
     b->context = _cca_history_context;
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_ALLOC, b->addr, size, st->handle, b->tag, 0);
-    if (_cca_trace_on(a)) _cca_trace_alloc(a, b->addr, size, st);
+    if (_cca_tracefile_on(a)) _cca_tracefile_alloc(a, b->addr, size, st);
     a->change.addr = b->addr, a->change.size = b->size, a->change.kind = 1;
     *ptr = (void *)b->addr;
     return CCA_OK;
@@ -145,26 +145,26 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
 static inline __attribute__((always_inline)) bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
                                                                     size_t size)
 {
-    size_t rounded = !a->plain_rounding ? _cca_round_size(&a->cfg, size)
+    size_t rounded = !a->plain_rounding ? _cca_config_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
-    _cca_vacate_parked(a, st, CCA_POOL_SMALL + CCA_POOL_LARGE - pool);   /* a take checks all-pools figures */
-    cca_block_t *b = _cca_unpark(a, st, pool, rounded, size);
+    _cca_park_vacate(a, st, CCA_POOL_SMALL + CCA_POOL_LARGE - pool);   /* a take checks all-pools figures */
+    cca_block_t *b = _cca_park_unpark(a, st, pool, rounded, size);
     if (b) {                                       /* still in the address map */
         alloc_note_search(a, pool);
         b->tag = _cca_tag_now();
         *ptr = (void *)b->addr;
         return true;
     }
-    _cca_flush_parked_unpaid(a, st, pool);
-    if (__builtin_expect(!_cca_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
-    b = _cca_find_free(a, st, pool, rounded);
+    _cca_park_flush_unpaid(a, st, pool);
+    if (__builtin_expect(!_cca_block_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
+    b = _cca_block_find_free(a, st, pool, rounded);
     if (__builtin_expect(!b, 0)) return false;
     cca_delta_t d;
     _cca_take_delta(&d, a, b, rounded, size);
-    if (!_cca_ctr_apply(a, st, pool, &d)) return false;
+    if (!_cca_counters_apply(a, st, pool, &d)) return false;
     alloc_note_search(a, pool);
-    _cca_take_block(a, b, rounded, size);
+    _cca_block_take(a, b, rounded, size);
     _cca_ptrmap_put(&st->live, b->addr, b);
     b->tag = _cca_tag_now();
     *ptr = (void *)b->addr;
@@ -183,7 +183,7 @@ static inline __attribute__((always_inline)) bool alloc_malloc_fast(cca_allocato
 static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
 {
     if (atomic_load_explicit(&a->pending_events, memory_order_relaxed) != st->events.n_pending) return false;
-    return _cca_process_stream_events(a, st);
+    return _cca_events_process_stream(a, st);
 }
 
 /* The all-locked path of cca_malloc, out of line. While history is on,
@@ -194,7 +194,7 @@ static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t 
     uint64_t ctx = 0;
     bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
     if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     cca_stream_t *served = NULL;
     cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
     alloc_unlock_all_changed(a, served);
@@ -209,13 +209,13 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
                                                                        cudaStream_t stream, bool tentative)
 {
     if (__builtin_expect(!a || !ptr, 0))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", tentative ? "cca_malloc_try" : "cca_malloc",
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", tentative ? "cca_malloc_try" : "cca_malloc",
                          a ? "ptr" : "allocator");
     *ptr = NULL;
     if (size == 0) return CCA_OK;
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     if (__builtin_expect(key == UINT64_MAX, 0))
-        return _cca_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
+        return _cca_errors_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
     if (st && size <= CCA_MAX_REQUEST) {
         _cca_lock(&st->lock);
@@ -257,14 +257,14 @@ static void alloc_release_to_pool(cca_allocator_t *a, cca_stream_t *st, cca_bloc
     if (__builtin_expect(b->n_uses != 0, 0)) {
         cca_delta_t d;
         _cca_release_delta(&d, a, b);
-        _cca_ctr_apply(a, st, pool, &d);
-        _cca_free_with_uses(a, b);                     /* b->requested stays: counted until the uses complete */
+        _cca_counters_apply(a, st, pool, &d);
+        _cca_events_free_with_uses(a, b);                     /* b->requested stays: counted until the uses complete */
     } else {
         if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_FREE_COMPLETED, b->addr, b->requested, st->handle, b->tag, 0);
         cca_delta_t d;
         _cca_free_delta(&d, a, b);
-        _cca_ctr_apply(a, st, pool, &d);
-        _cca_free_block(a, b);
+        _cca_counters_apply(a, st, pool, &d);
+        _cca_block_free(a, b);
     }
 }
 
@@ -276,20 +276,20 @@ static cca_status_t alloc_bad_pointer(cca_allocator_t *a, const char *call, cons
     uintptr_t p = (uintptr_t)ptr;
     cca_segment_t *seg = p ? _cca_segmap_find(a, p) : NULL;
     if (!seg || p < seg->addr || p >= seg->addr + seg->size)
-        return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not from this allocator (no segment of device %d holds it)",
+        return _cca_errors_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not from this allocator (no segment of device %d holds it)",
                          call, ptr, a->cfg.device);
     for (cca_block_t *b = seg->first; b; b = b->next) {
         if (p < b->addr || p >= b->addr + b->size) continue;
         if (b->state == CCA_BLOCK_ALLOCATED)          /* not at its start: alloc_find_live found none */
-            return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is inside the block at %p (%zu bytes, %zu in): "
+            return _cca_errors_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is inside the block at %p (%zu bytes, %zu in): "
                              "pass the address cca_malloc gave", call, ptr, (void *)b->addr, b->size, (size_t)(p - b->addr));
         if (b->state == CCA_BLOCK_PENDING && p == b->addr)
-            return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p was freed already (its free awaits other streams' work)",
+            return _cca_errors_fail(CCA_ERROR_INVALID_POINTER, "%s: %p was freed already (its free awaits other streams' work)",
                              call, ptr);
-        return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not handed out: freed already, or never given "
+        return _cca_errors_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is not handed out: freed already, or never given "
                          "(it lies in free memory cca caches)", call, ptr);
     }
-    return _cca_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is in a segment of this allocator but in no block of it", call, ptr);
+    return _cca_errors_fail(CCA_ERROR_INVALID_POINTER, "%s: %p is in a segment of this allocator but in no block of it", call, ptr);
 }
 
 /* The live block at ptr in st's own map (st locked), or NULL; counted.
@@ -337,20 +337,20 @@ static __attribute__((noinline)) cca_status_t alloc_free_all_locked(cca_allocato
     uint64_t ctx = 0;
     bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
     if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_FREE_REQUESTED);
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     cca_block_t *b = alloc_find_live(a, ptr);
     cca_status_t s = CCA_OK;
     if (!b) {
         s = alloc_bad_pointer(a, "cca_free", ptr);
-        _cca_unlock_all(a, NULL);
+        _cca_alloc_unlock_all(a, NULL);
     } else {
         cca_stream_t *st = b->seg->stream;
         if (_cca_history_on(a))
             _cca_history_add(a, CCA_HISTORY_FREE_REQUESTED, b->addr, b->requested, st->handle, b->tag, 0);
-        if (_cca_trace_on(a)) _cca_trace_free(a, b->addr, b->requested, st);
+        if (_cca_tracefile_on(a)) _cca_tracefile_free(a, b->addr, b->requested, st);
         a->change.addr = b->addr, a->change.size = b->size, a->change.kind = -1;
         alloc_release_to_pool(a, st, b);
-        if (st->dead) _cca_streams_reap(a);           /* its segment may go back now */
+        if (st->dead) _cca_stream_reap_all(a);           /* its segment may go back now */
         alloc_unlock_all_changed(a, st->dead ? NULL : st);
     }
     if (recording) _cca_history_context_end(ctx);
@@ -359,7 +359,7 @@ static __attribute__((noinline)) cca_status_t alloc_free_all_locked(cca_allocato
 
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
     if (!ptr) return CCA_OK;
     cca_block_t *b = NULL;
     cca_ptrmap_slot_t *slot = NULL;
@@ -371,7 +371,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
         if (!alloc_hooked(a) && b->n_uses == 0 && !st->dead) {
             int pool = b->seg->pool;
             if (st->parked[pool]) {                   /* its neighbours as they really are */
-                _cca_flush_parked_unpaid(a, st, pool);
+                _cca_park_flush_unpaid(a, st, pool);
                 slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
             }
             if (_cca_park_wanted(a, st, pool) && _cca_park(a, st, b)) {
@@ -379,9 +379,9 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
             } else {
                 cca_delta_t d;
                 _cca_free_delta(&d, a, b);
-                if ((done = _cca_ctr_apply(a, st, pool, &d))) {
+                if ((done = _cca_counters_apply(a, st, pool, &d))) {
                     _cca_ptrmap_erase(&st->live, slot);
-                    _cca_free_block(a, b);
+                    _cca_block_free(a, b);
                 }
             }
         }
@@ -413,10 +413,10 @@ static bool alloc_add_use(cca_block_t *b, cudaStream_t stream, uint64_t key)
 
 cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t stream)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_record_stream: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_record_stream: allocator is NULL");
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     if (key == UINT64_MAX)
-        return _cca_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
+        return _cca_errors_fail(CCA_ERROR_CUDA, "cca_record_stream: the runtime gave no id for cudaStreamPerThread");
     cca_block_t *b = NULL;
     cca_stream_t *st = ptr ? alloc_lock_owner(a, ptr, &b, NULL) : NULL;
     if (st) {
@@ -424,27 +424,27 @@ cca_status_t cca_record_stream(cca_allocator_t *a, void *ptr, cudaStream_t strea
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;
     }
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     b = ptr ? alloc_find_live(a, ptr) : NULL;
     cca_status_t s = !b ? alloc_bad_pointer(a, "cca_record_stream", ptr)
                    : alloc_add_use(b, stream, key) ? CCA_OK : alloc_fail_host(a, "cca_record_stream", false);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }
 
 cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: allocator is NULL");
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
     if (key == UINT64_MAX)
-        return _cca_fail(CCA_ERROR_CUDA, "cca_stream_retire: the runtime gave no id for cudaStreamPerThread");
+        return _cca_errors_fail(CCA_ERROR_CUDA, "cca_stream_retire: the runtime gave no id for cudaStreamPerThread");
     if (key == 0)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: the legacy default stream cannot be retired");
-    _cca_lock_all(a);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: the legacy default stream cannot be retired");
+    _cca_alloc_lock_all(a);
     for (cca_stream_t *st = a->streams; st; st = st->next)
         if (st->key == key) {
             atomic_store_explicit(&st->dying, true, memory_order_relaxed);
-            _cca_streams_reap(a);
+            _cca_stream_reap_all(a);
             break;
         }
     alloc_unlock_all_changed(a, NULL);
@@ -453,41 +453,41 @@ cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream)
 
 cca_status_t cca_empty_cache(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_empty_cache: allocator is NULL");
-    _cca_lock_all(a);
-    _cca_release_cached(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_empty_cache: allocator is NULL");
+    _cca_alloc_lock_all(a);
+    _cca_segment_release_cached(a);
     alloc_unlock_all_changed(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_get_stats_sized(cca_allocator_t *a, cca_stats_t *out, size_t out_size)
 {
-    if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %s is NULL", a ? "out" : "allocator");
+    if (!a || !out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %s is NULL", a ? "out" : "allocator");
     if (out_size < CCA_V1_STATS)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %zu bytes is no cca_stats_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_stats: %zu bytes is no cca_stats_t", out_size);
     cca_stats_t s;
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     _cca_counters_view(a, &s);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     _cca_copy_out(out, out_size, &s, sizeof s);
     return CCA_OK;
 }
 
 cca_status_t cca_reset_peak_stats(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_peak_stats: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_peak_stats: allocator is NULL");
+    _cca_alloc_lock_all(a);
     _cca_counters_reset_peaks(a);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_reset_accumulated_stats(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_accumulated_stats: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_reset_accumulated_stats: allocator is NULL");
+    _cca_alloc_lock_all(a);
     _cca_counters_reset_accumulated(a);
     a->accumulated_reset = true;
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }

@@ -26,7 +26,7 @@ cca_block_t *_cca_block_new(cca_stream_t *st)
 }
 
 /* Keeps one spare block struct, so that a split cannot fail half-way. */
-bool _cca_spare_reserve(cca_stream_t *st)
+bool _cca_block_spare_reserve(cca_stream_t *st)
 {
     if (st->spare) return true;
     cca_block_t *b = aligned_alloc(_Alignof(cca_block_t), sizeof *b);
@@ -51,7 +51,7 @@ void _cca_block_recycle(cca_stream_t *st, cca_block_t *b)
 static inline cca_bins_t *block_bins_of(cca_block_t *b) { return b->seg->stream->free[b->seg->pool]; }
 
 /* Inserts a free block into its bins, merged with its free neighbours. */
-void _cca_insert_free(cca_block_t *b)
+void _cca_block_insert_free(cca_block_t *b)
 {
     cca_stream_t *st = b->seg->stream;
     cca_block_t *p = b->prev, *n = b->next;
@@ -92,15 +92,15 @@ void _cca_insert_free(cca_block_t *b)
 
 /* An allocated or pending block becomes free (its stream work is done;
  * the caller applied _cca_free_delta or _cca_settle_delta). */
-void _cca_free_block(cca_allocator_t *a, cca_block_t *b)
+void _cca_block_free(cca_allocator_t *a, cca_block_t *b)
 {
     b->n_uses = 0;
     b->gc_base = _cca_gc_now(a);
-    _cca_insert_free(b);
+    _cca_block_insert_free(b);
 }
 
 /* PyTorch's best fit, with its max_split_size rules (_cca_fit_ok). */
-cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
+cca_block_t *_cca_block_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size)
 {
     cca_block_t *b = _cca_bins_best_fit(st->free[pool], size);
     return b && _cca_fit_ok(a, size, b->size) ? b : NULL;
@@ -108,7 +108,7 @@ cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size
 
 /* Hands out the first `size` bytes of free block b, splitting off the rest
  * (the caller applied _cca_take_delta). */
-void _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested)
+void _cca_block_take(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested)
 {
     cca_stream_t *st = b->seg->stream;
     if (_cca_should_split(a, b, size)) {

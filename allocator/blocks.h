@@ -31,12 +31,12 @@ void         _cca_bins_visit(const cca_bins_t *bs, cca_tree_visit_fn fn, void *a
 /* block.c: blocks inside segments, splitting and merging (stream locked).
  * No counting here: callers apply the transition's delta first. */
 cca_block_t *_cca_block_new(cca_stream_t *st);
-bool         _cca_spare_reserve(cca_stream_t *st);
+bool         _cca_block_spare_reserve(cca_stream_t *st);
 void         _cca_block_recycle(cca_stream_t *st, cca_block_t *b);
-cca_block_t *_cca_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
-void         _cca_take_block(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
-void         _cca_free_block(cca_allocator_t *a, cca_block_t *b);
-void         _cca_insert_free(cca_block_t *b);      /* b into its bins, merged (gc_base set) */
+cca_block_t *_cca_block_find_free(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size);
+void         _cca_block_take(cca_allocator_t *a, cca_block_t *b, size_t size, size_t requested);
+void         _cca_block_free(cca_allocator_t *a, cca_block_t *b);
+void         _cca_block_insert_free(cca_block_t *b);      /* b into its bins, merged (gc_base set) */
 
 /* The pool's free-search count, the age unit of garbage collection. */
 static inline uint64_t _cca_gc_now(cca_allocator_t *a)
@@ -47,17 +47,17 @@ static inline uint64_t _cca_gc_now(cca_allocator_t *a)
 /* park.c: the deferred merge (see there), behind -Dparking. */
 #if CCA_PARKING
 bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
-cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
-void         _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
-void         _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+cca_block_t *_cca_park_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
+void         _cca_park_flush_block(cca_allocator_t *a, cca_stream_t *st, int pool);
+void         _cca_park_vacate_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 #else
 static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
 { (void)a; (void)st; (void)b; return false; }
-static inline cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+static inline cca_block_t *_cca_park_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
                                             size_t requested)
 { (void)a; (void)st; (void)pool; (void)size; (void)requested; return NULL; }
-static inline void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
-static inline void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
+static inline void _cca_park_flush_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
+static inline void _cca_park_vacate_block(cca_allocator_t *a, cca_stream_t *st, int pool) { (void)a; (void)st; (void)pool; }
 #endif
 
 /* Whether a free in st's pool should park its block: while parking pays
@@ -70,26 +70,26 @@ static inline bool _cca_park_wanted(const cca_allocator_t *a, cca_stream_t *st, 
 
 /* Frees the block parked in st's pool, if there is one: the figures and
  * the merge it deferred (never fails; st locked). */
-static inline void _cca_flush_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+static inline void _cca_park_flush(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    if (CCA_PARKING && st->parked[pool]) _cca_flush_parked_block(a, st, pool);
+    if (CCA_PARKING && st->parked[pool]) _cca_park_flush_block(a, st, pool);
 }
 
 /* The same, when the stream's next request or free in the pool came
  * instead of taking the parked block: parking did not pay this time. (A
  * flush for an all-locked call or a completed event does not count.) */
-static inline void _cca_flush_parked_unpaid(cca_allocator_t *a, cca_stream_t *st, int pool)
+static inline void _cca_park_flush_unpaid(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
     if (!CCA_PARKING || !st->parked[pool]) return;
     if (st->park_score[pool]) st->park_score[pool]--;
-    _cca_flush_parked_block(a, st, pool);
+    _cca_park_flush_block(a, st, pool);
 }
 
 /* Applies the figures the block parked in st's pool deferred, if any,
  * keeping it parked: st's figures are then exact (never fails). */
-static inline void _cca_vacate_parked(cca_allocator_t *a, cca_stream_t *st, int pool)
+static inline void _cca_park_vacate(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    if (CCA_PARKING && st->parked[pool] && !st->parked[pool]->vacated) _cca_vacate_parked_block(a, st, pool);
+    if (CCA_PARKING && st->parked[pool] && !st->parked[pool]->vacated) _cca_park_vacate_block(a, st, pool);
 }
 
 static inline bool _cca_block_is_split(const cca_block_t *b) { return b->prev || b->next; }
@@ -227,7 +227,7 @@ static inline void _cca_free_delta(cca_delta_t *d, const cca_allocator_t *a, con
 /* ---- parking's way back, inline for the hot path (park.c) ------------ */
 
 /* A parked block leaves the park as allocated for `requested` bytes. */
-static inline void _cca_unparked(cca_allocator_t *a, cca_stream_t *st, int pool, cca_block_t *b, size_t requested)
+static inline void _cca_park_unparked(cca_allocator_t *a, cca_stream_t *st, int pool, cca_block_t *b, size_t requested)
 {
     (void)a;
     st->parked[pool] = NULL;
@@ -242,7 +242,7 @@ static inline void _cca_unparked(cca_allocator_t *a, cca_stream_t *st, int pool,
  * case - the same size back, nothing else free in the pool, its figures
  * still deferred - is decided here with best fit's own rules; the rest in
  * park.c. */
-static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+static inline cca_block_t *_cca_park_unpark(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 {
     cca_block_t *b = st->parked[pool];
     if (!CCA_PARKING || !b) return NULL;
@@ -251,12 +251,12 @@ static inline cca_block_t *_cca_unpark(cca_allocator_t *a, cca_stream_t *st, int
     size_t msize = b->size + (nf ? n->size : 0);     /* the merged block */
     if (size == b->size && !b->vacated && st->free[pool]->count == (size_t)nf && _cca_fit_ok(a, size, msize) &&
         _cca_split_rule(a, pool, msize, size) == nf &&
-        _cca_ctr_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
+        _cca_counters_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
         if (nf) n->gc_base = _cca_gc_now(a);          /* as if split off the merged block anew */
-        _cca_unparked(a, st, pool, b, requested);
+        _cca_park_unparked(a, st, pool, b, requested);
         return b;
     }
-    return _cca_unpark_block(a, st, pool, size, requested);
+    return _cca_park_unpark_block(a, st, pool, size, requested);
 }
 
 #endif /* CCA_BLOCKS_H */

@@ -22,7 +22,7 @@ static void check_add(tally_t *t, int pool, int64_t d)
     t->v[pool] += d;
 }
 
-#define CHECK(cond, ...) do { if (!(cond)) return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: " __VA_ARGS__); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: " __VA_ARGS__); } while (0)
 
 static cca_status_t check_block(const cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, walk_t *w)
 {
@@ -180,13 +180,13 @@ static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
             const cca_ctrs_t *c = &s->ctr;
             for (int p = 0; p < CCA_POOL_COUNT; p++)
                 CHECK(c->room[p][k] >= 0, "a stream's figure %d (pool %d) passed its lease", k, p);
-            int64_t all = _cca_ctr_cur(c, CCA_POOL_ALL, k), sum = _cca_ctr_cur(c, CCA_POOL_SMALL, k) + _cca_ctr_cur(c, CCA_POOL_LARGE, k);
+            int64_t all = _cca_counters_cur(c, CCA_POOL_ALL, k), sum = _cca_counters_cur(c, CCA_POOL_SMALL, k) + _cca_counters_cur(c, CCA_POOL_LARGE, k);
             CHECK(all == sum, "a stream's figure %d: all pools %lld, small + large %lld", k, (long long)all, (long long)sum);
         }
     }
     CHECK(w->live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w->live_blocks, mapped);
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
-        const cca_stat_t *f = _cca_shard_stat(a, k);
+        const cca_stat_t *f = _cca_counters_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             int64_t leases = 0;
             for (cca_stream_t *s = a->streams; s; s = s->next)
@@ -202,11 +202,11 @@ static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
 static cca_status_t check_figures(cca_allocator_t *a, walk_t *w)
 {
     cca_status_t st;
-    CHECK(w->pending_events == _cca_pending_total(a), "%zu events owed by blocks, %zu outstanding",
-          w->pending_events, _cca_pending_total(a));
-    CHECK(atomic_load_explicit(&a->pending_events, memory_order_relaxed) == _cca_pending_total(a),
+    CHECK(w->pending_events == _cca_events_pending_total(a), "%zu events owed by blocks, %zu outstanding",
+          w->pending_events, _cca_events_pending_total(a));
+    CHECK(atomic_load_explicit(&a->pending_events, memory_order_relaxed) == _cca_events_pending_total(a),
           "the allocator counts %zu pending events, its streams hold %zu",
-          atomic_load_explicit(&a->pending_events, memory_order_relaxed), _cca_pending_total(a));
+          atomic_load_explicit(&a->pending_events, memory_order_relaxed), _cca_events_pending_total(a));
     bool acc = !a->accumulated_reset;
 #define CHECK_STAT_(name, doc) if ((st = check_stat(#name, a->stats.name, &w->name, acc)) != CCA_OK) return st;
     CCA_STAT_FIELDS(CHECK_STAT_)
@@ -230,7 +230,7 @@ static cca_status_t check_locked(cca_allocator_t *a)
         return st;
     if (a->xv) {                                      /* reserved = segments + handles held unmapped */
         int64_t held[CCA_POOL_COUNT] = { 0 };
-        if ((st = _cca_x_check(a, held)) != CCA_OK) return st;
+        if ((st = _cca_expand_check(a, held)) != CCA_OK) return st;
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) check_add(&w.reserved_bytes, p, held[p]);
     } else {
         CHECK(a->stats.unmapped_bytes.current == 0, "unmapped bytes without expandable segments");
@@ -240,9 +240,9 @@ static cca_status_t check_locked(cca_allocator_t *a)
 
 cca_status_t cca_check(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_check: allocator is NULL");
+    _cca_alloc_lock_all(a);
     cca_status_t s = check_locked(a);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }

@@ -65,8 +65,8 @@ static const key_spec_t specs[K_COUNT] = {
 #undef KEY_SPEC_
 };
 
-static void *spec_field(cca_config_t *c, int k) { return (char *)c + specs[k].offset; }
-static const void *spec_cfield(const cca_config_t *c, int k) { return (const char *)c + specs[k].offset; }
+static void *config_spec_field(cca_config_t *c, int k) { return (char *)c + specs[k].offset; }
+static const void *config_spec_cfield(const cca_config_t *c, int k) { return (const char *)c + specs[k].offset; }
 
 /* Every key's field at its off value; device 0. */
 static void config_defaults(cca_config_t *cfg)
@@ -74,9 +74,9 @@ static void config_defaults(cca_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     for (int k = 0; k < K_COUNT; k++) {
         const key_spec_t *sp = &specs[k];
-        if (sp->type == T_MIB || sp->type == T_INTEGER) *(size_t *)spec_field(cfg, k) = (size_t)sp->off_u;
-        else if (sp->type == T_NUMBER || sp->type == T_OPEN) *(double *)spec_field(cfg, k) = sp->off_d;
-        else if (sp->type == T_BOOL) *(int *)spec_field(cfg, k) = (int)sp->off_u;
+        if (sp->type == T_MIB || sp->type == T_INTEGER) *(size_t *)config_spec_field(cfg, k) = (size_t)sp->off_u;
+        else if (sp->type == T_NUMBER || sp->type == T_OPEN) *(double *)config_spec_field(cfg, k) = sp->off_d;
+        else if (sp->type == T_BOOL) *(int *)config_spec_field(cfg, k) = (int)sp->off_u;
     }
 }
 
@@ -91,7 +91,7 @@ void cca_config_init_sized(cca_config_t *cfg, size_t cfg_size)
 static bool config_pow2_or_zero(unsigned long long v) { return (v & (v - 1)) == 0; }
 
 /* Whether a number is in the key's bounds (NaN never is). */
-static bool spec_number_ok(const key_spec_t *sp, double d)
+static bool config_spec_number_ok(const key_spec_t *sp, double d)
 {
     return sp->type == T_OPEN ? d > sp->lo_d && d < sp->hi_d : d >= sp->lo_d && d <= sp->hi_d;
 }
@@ -101,7 +101,7 @@ static bool spec_number_ok(const key_spec_t *sp, double d)
 static bool config_field_ok(const cca_config_t *c, int k, char *why, size_t len)
 {
     const key_spec_t *sp = &specs[k];
-    const void *f = spec_cfield(c, k);
+    const void *f = config_spec_cfield(c, k);
     const char *name = keys[k].name;
     switch (sp->type) {
     case T_MIB:
@@ -115,7 +115,7 @@ static bool config_field_ok(const cca_config_t *c, int k, char *why, size_t len)
     case T_NUMBER:
     case T_OPEN: {
         double d = *(const double *)f;
-        if (d == sp->off_d || spec_number_ok(sp, d)) return true;
+        if (d == sp->off_d || config_spec_number_ok(sp, d)) return true;
         snprintf(why, len, "%s is %g: it must be in %s, or %g: %s", name, d, keys[k].range, sp->off_d,
                  keys[k].default_value);
         return false;
@@ -144,11 +144,11 @@ static bool config_field_ok(const cca_config_t *c, int k, char *why, size_t len)
 cca_status_t _cca_config_check(const cca_config_t *c, size_t device_total)
 {
     char why[256];
-    if (c->device < 0) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
+    if (c->device < 0) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d is negative", c->device);
     for (int k = 0; k < K_COUNT; k++)
-        if (!config_field_ok(c, k, why, sizeof why)) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
+        if (!config_field_ok(c, k, why, sizeof why)) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: %s", why);
     if (device_total && c->memory_fraction > 0.0 && c->memory_fraction * (double)device_total < (double)CCA_SMALL_BUFFER)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT,
                          "cca_create: memory_fraction %g of device %d's %zu bytes leaves no room for one 2 MiB segment",
                          c->memory_fraction, c->device, device_total);
     return CCA_OK;
@@ -191,7 +191,7 @@ static cca_status_t config_bad(parser_t *ps, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     if (ps->err && ps->err_len) snprintf(ps->err, ps->err_len, "%s", text);
-    return _cca_fail(CCA_ERROR_INVALID_CONFIG, "%s", text);
+    return _cca_errors_fail(CCA_ERROR_INVALID_CONFIG, "%s", text);
 }
 
 /* A value the key's type does not take: the table's words for what it takes. */
@@ -345,7 +345,7 @@ static cca_status_t config_apply_preset(parser_t *ps, const char *v, cca_config_
 static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
 {
     const key_spec_t *sp = &specs[k];
-    void *f = spec_field(c, k);
+    void *f = config_spec_field(c, k);
     unsigned long long u;
     double d;
     int b;
@@ -360,7 +360,7 @@ static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c)
         return CCA_OK;
     case T_NUMBER:
     case T_OPEN:
-        if (!config_parse_double(v, &d) || !spec_number_ok(sp, d)) return config_bad_value(ps, k, v);
+        if (!config_parse_double(v, &d) || !config_spec_number_ok(sp, d)) return config_bad_value(ps, k, v);
         *(double *)f = d;
         return CCA_OK;
     case T_BOOL:
@@ -496,9 +496,9 @@ static cca_status_t config_parse(cca_config_t *cfg, size_t held, const char *con
 cca_status_t cca_config_parse_sized(cca_config_t *cfg, size_t cfg_size, const char *conf, char *err, size_t err_len)
 {
     if (err && err_len) err[0] = 0;
-    if (!cfg) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: cfg is NULL");
+    if (!cfg) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: cfg is NULL");
     if (cfg_size < CCA_V1_CONFIG)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: a config of %zu bytes is no cca_config_t", cfg_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_config_parse: a config of %zu bytes is no cca_config_t", cfg_size);
     cca_config_t c;
     config_defaults(&c);
     memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);
@@ -512,7 +512,7 @@ static cca_status_t config_parse(cca_config_t *cfg, size_t held, const char *con
     if (!conf) return CCA_OK;
     parser_t ps = { .err = err, .err_len = err_len, .held = held, .base = *cfg };
     char *text = strdup(conf);
-    if (!text) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_config_parse: out of host memory");
+    if (!text) return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_config_parse: out of host memory");
     cca_config_t c = *cfg;
     cca_status_t s = config_parse_all(&ps, text, &c);
     free(text);
@@ -538,7 +538,7 @@ static size_t config_next_division(size_t size, unsigned divisions)
 }
 
 /* PyTorch's round_size: at least 512 B; power-of-2 divisions where set. */
-size_t _cca_round_size(const cca_config_t *cfg, size_t size)
+size_t _cca_config_round_size(const cca_config_t *cfg, size_t size)
 {
     if (size < CCA_MIN_BLOCK) return CCA_MIN_BLOCK;
     unsigned div = cfg->roundup_power2_divisions[config_roundup_interval(size)];

@@ -2,20 +2,20 @@
  * kept per stream (allocation, active, inactive_split and their bytes,
  * requested_bytes, oversize_allocations) comes here as a transition's
  * delta (blocks.h: _cca_take_delta and the others) through
- * _cca_ctr_apply; block code never counts.
+ * _cca_counters_apply; block code never counts.
  *
  * Each stream counts its own figures under its own lock: room = lease -
  * current per public pool (all, small, large), and the total increases per
  * pool (freed is derived: increases - current; the all-pools current and
  * increases are small + large). The all-locked path sums them into the
  * public view (refresh), follows every change there with peaks
- * (_cca_ctr_locked), and afterwards deals each stream a lease per pool:
+ * (_cca_counters_locked), and afterwards deals each stream a lease per pool:
  * how far it may raise each figure alone (rebalance). A pool's leases add
  * up to at most its peak, so no sum can pass a peak without the all-locked
  * path seeing it: peaks stay exact with no shared write on the hot path. A
  * hot-path change that would pass a lease takes lease the other streams
  * have spare, or raises the peaks with every other stream held
- * (_cca_ctr_admit_slow).
+ * (_cca_counters_admit_slow).
  *
  * (Measured and dropped, in instructions per one-size pingpong pair / mixed
  * step: current per pool checked against the leases, as before this unit,
@@ -34,7 +34,7 @@ static const size_t shard_offset[CCA_NSHARD] = {
 
 /* oversize_allocations is one figure in the public view (as PyTorch's);
  * its per-pool form lives beside it, so that leases work alike. */
-cca_stat_t *_cca_shard_stat(cca_allocator_t *a, int k)
+cca_stat_t *_cca_counters_shard_stat(cca_allocator_t *a, int k)
 {
     if (k == CCA_K_oversize_allocations) return a->oversize_pools;
     return (cca_stat_t *)((char *)&a->stats + shard_offset[k]);
@@ -53,11 +53,11 @@ static inline void counters_ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *
 
 /* All locked: the stream's figures and the public view with its peaks. No
  * lease applies; the leases are dealt anew on unlocking. */
-void _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
+void _cca_counters_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
     counters_ctr_add(&st->ctr, pool, d, 1);
     for (int k = 0; k < CCA_NSHARD; k++) {
-        if (d->v[k]) _cca_stat_add(_cca_shard_stat(a, k), pool, d->v[k]);
+        if (d->v[k]) _cca_stat_add(_cca_counters_shard_stat(a, k), pool, d->v[k]);
     }
     a->counters_moved = true;
 }
@@ -70,7 +70,7 @@ void _cca_counters_refresh(cca_allocator_t *a)
     for (const cca_stream_t *st = a->streams; st; st = st->next)
         for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
             for (int k = 0; k < CCA_NSHARD; k++) {
-                cur[q][k] += _cca_ctr_cur(&st->ctr, q, k);
+                cur[q][k] += _cca_counters_cur(&st->ctr, q, k);
                 inc[q][k] += st->ctr.inc[q][k];
             }
     for (int k = 0; k < CCA_NSHARD; k++) {             /* the all pool: the sum of small and large */
@@ -78,7 +78,7 @@ void _cca_counters_refresh(cca_allocator_t *a)
         inc[CCA_POOL_ALL][k] = inc[CCA_POOL_SMALL][k] + inc[CCA_POOL_LARGE][k];
     }
     for (int k = 0; k < CCA_NSHARD; k++) {
-        cca_stat_t *f = _cca_shard_stat(a, k);
+        cca_stat_t *f = _cca_counters_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             f[p].current = cur[p][k];
             f[p].allocated = inc[p][k] - a->inc_base[k][p];
@@ -102,7 +102,7 @@ void _cca_counters_refresh(cca_allocator_t *a)
 void _cca_counters_reset_accumulated(cca_allocator_t *a)
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
-        cca_stat_t *f = _cca_shard_stat(a, k);
+        cca_stat_t *f = _cca_counters_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
             a->inc_base[k][p] += f[p].allocated;
             a->freed_base[k][p] += f[p].freed;
@@ -149,7 +149,7 @@ static inline int64_t counters_high_of(const cca_ctrs_t *c, int p, int k)
 
 static inline int64_t counters_demand_of(const cca_ctrs_t *c, int p, int k)
 {
-    int64_t want = counters_high_of(c, p, k) - _cca_ctr_cur(c, p, k);
+    int64_t want = counters_high_of(c, p, k) - _cca_counters_cur(c, p, k);
     return want > 0 ? want : 0;
 }
 
@@ -162,14 +162,14 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
     if (!a->counters_moved) return;        /* leases still add up to at most the peaks */
     a->counters_moved = false;
     for (int k = 0; k < CCA_NSHARD; k++) {
-        const cca_stat_t *f = _cca_shard_stat(a, k);
+        const cca_stat_t *f = _cca_counters_shard_stat(a, k);
         int64_t total[CCA_POOL_COUNT] = { 0 };
         for (cca_stream_t *st = a->streams; st; st = st->next) {
             cca_ctrs_t *c = &st->ctr;
             for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
-                if (_cca_ctr_cur(c, q, k) > c->high[q][k]) c->high[q][k] = _cca_ctr_cur(c, q, k);
+                if (_cca_counters_cur(c, q, k) > c->high[q][k]) c->high[q][k] = _cca_counters_cur(c, q, k);
             for (int p = 0; p < CCA_POOL_COUNT; p++) {
-                counters_set_lease(c, p, k, _cca_ctr_cur(c, p, k));
+                counters_set_lease(c, p, k, _cca_counters_cur(c, p, k));
                 total[p] += counters_demand_of(c, p, k);
             }
         }
@@ -235,17 +235,17 @@ static void counters_raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool,
 {
     for (int k = 0; k < CCA_NSHARD; k++) {
         if (d->v[k] <= 0) continue;
-        cca_stat_t *f = _cca_shard_stat(a, k);
+        cca_stat_t *f = _cca_counters_shard_stat(a, k);
         const int ps[2] = { CCA_POOL_ALL, pool };
         for (int i = 0; i < 2; i++) {
             int p = ps[i];
             if (st->ctr.room[p][k] >= d->v[k]) continue;   /* room enough: this peak stays */
             int64_t sum = 0;
-            for (cca_stream_t *o = a->streams; o; o = o->next) sum += _cca_ctr_cur(&o->ctr, p, k);
+            for (cca_stream_t *o = a->streams; o; o = o->next) sum += _cca_counters_cur(&o->ctr, p, k);
             if (sum + d->v[k] > f[p].peak) f[p].peak = sum + d->v[k];
             for (cca_stream_t *o = a->streams; o; o = o->next)
-                if (o != st) counters_set_lease(&o->ctr, p, k, _cca_ctr_cur(&o->ctr, p, k));
-            counters_set_lease(&st->ctr, p, k, _cca_ctr_cur(&st->ctr, p, k) + f[p].peak - sum);
+                if (o != st) counters_set_lease(&o->ctr, p, k, _cca_counters_cur(&o->ctr, p, k));
+            counters_set_lease(&st->ctr, p, k, _cca_counters_cur(&st->ctr, p, k) + f[p].peak - sum);
         }
     }
 }
@@ -256,7 +256,7 @@ static void counters_raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool,
 static void counters_vacate_parked_all(cca_allocator_t *a)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next)
-        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_vacate_parked(a, o, p);
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_park_vacate(a, o, p);
 }
 
 static inline bool counters_ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
@@ -266,12 +266,12 @@ static inline bool counters_ctr_fits(const cca_ctrs_t *c, int pool, const cca_de
     return true;
 }
 
-/* _cca_ctr_apply found a room below zero (d is applied): undo it, make room
+/* _cca_counters_apply found a room below zero (d is applied): undo it, make room
  * and apply it again, or return false with d undone (a `fall` stays
  * applied: it needs no room; lease taken from other streams stays moved,
  * which keeps every sum). With the others held, the change is applied
  * before they are let go, so the new peaks are sums that really happen. */
-bool _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                          const cca_delta_t *d)
 {
     counters_ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */

@@ -8,17 +8,17 @@
 
 /* counters.c: the counters unit - the per-stream figures, their leases
  * and peaks, and the all-locked public view. */
-void         _cca_ctr_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
-bool         _cca_ctr_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+void         _cca_counters_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
+bool         _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                                  const cca_delta_t *d);
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
 void         _cca_counters_reset_peaks(cca_allocator_t *a);
 void         _cca_counters_view(cca_allocator_t *a, cca_stats_t *out);   /* all locked */
-cca_stat_t  *_cca_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard figure k, by pool */
+cca_stat_t  *_cca_counters_shard_stat(cca_allocator_t *a, int k);       /* the public view of shard figure k, by pool */
 /* Stream figure k's current value in public pool p. */
-static inline int64_t _cca_ctr_cur(const cca_ctrs_t *c, int p, int k) { return c->lease[p][k] - c->room[p][k]; }
+static inline int64_t _cca_counters_cur(const cca_ctrs_t *c, int p, int k) { return c->lease[p][k] - c->room[p][k]; }
 
 static inline void _cca_stat_update(cca_stat_t *s, int64_t d)
 {
@@ -49,28 +49,28 @@ static inline int64_t _cca_oversize(const cca_allocator_t *a, size_t size)
  * counters unit's one entry. All locked, the public view and its peaks
  * follow. On the hot path (st locked) the change must stay within st's
  * leases: false if it cannot be made to (d not applied - a `fall` given to
- * _cca_ctr_apply2 stays applied, and leases may have moved between
+ * _cca_counters_apply2 stays applied, and leases may have moved between
  * streams; take the all-locked path). Straight-line on the hot path: per figure two rooms
  * (the pool's, all pools'), and for the figures the transition may raise
  * (d->rise, a constant once inlined) the increase total and one sign test
  * for all. */
-static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+static inline bool _cca_counters_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                                    const cca_delta_t *d);
 
-static inline bool _cca_ctr_apply(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
+static inline bool _cca_counters_apply(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
-    return _cca_ctr_apply2(a, st, pool, NULL, d);
+    return _cca_counters_apply2(a, st, pool, NULL, d);
 }
 
 /* Applies a transition that only lowers figures (`fall`, rise 0; NULL:
  * none) and then d, in one step: a free and a take at once (park.c). The
  * increase totals grow by d's rises alone. */
-static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
+static inline bool _cca_counters_apply2(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                                    const cca_delta_t *d)
 {
     if (__builtin_expect(a->all_locked, 0)) {
-        if (fall) _cca_ctr_locked(a, st, pool, fall);
-        _cca_ctr_locked(a, st, pool, d);
+        if (fall) _cca_counters_locked(a, st, pool, fall);
+        _cca_counters_locked(a, st, pool, d);
         return true;
     }
     int64_t *restrict all = st->ctr.room[CCA_POOL_ALL], *restrict room = st->ctr.room[pool];
@@ -86,7 +86,7 @@ static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int poo
         }
         if (d->rise & (1u << k)) inc[k] += d->pos & (1u << k) || x > 0 ? x : 0;
     }
-    return __builtin_expect(neg >= 0, 1) || _cca_ctr_admit_slow(a, st, pool, fall, d);
+    return __builtin_expect(neg >= 0, 1) || _cca_counters_admit_slow(a, st, pool, fall, d);
 }
 
 /* Parking's quick way back (park.c, hot path only): a parked block of
@@ -96,7 +96,7 @@ static inline bool _cca_ctr_apply2(cca_allocator_t *a, cca_stream_t *st, int poo
  * (split_count, split_bytes); the increase totals grow as the take's would.
  * False, nothing changed, if that passes a lease: the caller takes the
  * general way. */
-static inline bool _cca_ctr_retake(const cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
+static inline bool _cca_counters_retake(const cca_allocator_t *a, cca_stream_t *st, int pool, size_t size,
                                    size_t requested, size_t old_requested, int64_t split_count, int64_t split_bytes)
 {
     int64_t *restrict all = st->ctr.room[CCA_POOL_ALL], *restrict room = st->ctr.room[pool];

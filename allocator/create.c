@@ -23,24 +23,24 @@ static cca_status_t create_device_total(cca_allocator_t *a, size_t *total)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || a->cfg.device >= count) {
-        _cca_clear_error();
+        _cca_errors_clear();
         if (e != cudaSuccess)
-            return _cca_fail_cuda(e, "cca_create: device %d not available (cudaGetDeviceCount: %s)", a->cfg.device,
+            return _cca_errors_fail_cuda(e, "cca_create: device %d not available (cudaGetDeviceCount: %s)", a->cfg.device,
                                   cudaGetErrorName(e));
         if (count <= 0)
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has no device",
+            return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has no device",
                              a->cfg.device);
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has %d device%s (%s%d)",
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: device %d not available: the runtime has %d device%s (%s%d)",
                          a->cfg.device, count, count == 1 ? "" : "s", count == 1 ? "" : "0..", count - 1);
     }
     size_t free_b = 0;
     dev_guard_t g;
-    e = _cca_device_enter(a, &g);
+    e = _cca_segment_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, total);
-    _cca_device_leave(&g);
+    _cca_segment_device_leave(&g);
     if (e != cudaSuccess) {
-        _cca_clear_error();
-        return _cca_fail_cuda(e, "cca_create: cudaMemGetInfo on device %d failed: %s",
+        _cca_errors_clear();
+        return _cca_errors_fail_cuda(e, "cca_create: cudaMemGetInfo on device %d failed: %s",
                          a->cfg.device, cudaGetErrorName(e));
     }
     return CCA_OK;
@@ -50,20 +50,20 @@ uint64_t cca_allocator_id(const cca_allocator_t *a) { return a ? a->id : 0; }
 
 cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allocator_t **out)
 {
-    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");
+    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: out is NULL");
     *out = NULL;
     if (cfg && cfg_size < CCA_V1_CONFIG)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: a config of %zu bytes is no cca_config_t", cfg_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_create: a config of %zu bytes is no cca_config_t", cfg_size);
     cca_config_t c;
     cca_config_init(&c);
     if (cfg) memcpy(&c, cfg, cfg_size < sizeof c ? cfg_size : sizeof c);   /* fields it lacks keep their defaults */
     cca_status_t s = _cca_config_check(&c, 0);
     if (s != CCA_OK) return s;
     cca_allocator_t *a = calloc(1, sizeof *a);
-    if (!a) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+    if (!a) return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     _cca_lock_init(&a->lock);
     a->id = atomic_fetch_add(&next_allocator_id, 1);
-    a->acct.ops = &_cca_acct_ops;
+    a->acct.ops = &_cca_stats_ops;
     a->cfg = c;
     a->plain_rounding = true;
     for (int i = 0; i < CCA_ROUNDUP_INTERVALS; i++) a->plain_rounding &= c.roundup_power2_divisions[i] <= 1;
@@ -73,7 +73,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     }
     if (!_cca_segmap_init(a)) {
         free(a);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     }
     a->fit_msz = a->split_msz = c.max_split_size;
     a->large_split_min = CCA_SMALL_SIZE + 1;
@@ -88,12 +88,12 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     }
     a->host_bytes += (int64_t)sizeof *a;
     create_set_cap(a);
-    _cca_registry_add(a);
+    _cca_stream_registry_add(a);
     if (c.trace_file[0] && (s = cca_trace_start(a, c.trace_file)) != CCA_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", cca_last_error_string());
         cca_destroy(a);                               /* not one that forgets what it was asked to record */
-        return _cca_fail(s, "cca_create: trace_file: %s", why);
+        return _cca_errors_fail(s, "cca_create: trace_file: %s", why);
     }
     *out = a;
     return CCA_OK;
@@ -101,20 +101,20 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
 
 /* cudaFree as cca_destroy makes it: tried CCA_RELEASE_TRIES times (the
  * call and 3 retries); the runtime's last-error slot is left clean. */
-static cudaError_t destroy_free(void *p)
+static cudaError_t create_destroy_free(void *p)
 {
     cudaError_t e = cudaSuccess;
     for (int t = 0; t < CCA_RELEASE_TRIES; t++) {
         if ((e = cudaFree(p)) == cudaSuccess) break;
-        _cca_clear_error();
+        _cca_errors_clear();
     }
     return e;
 }
 
 typedef struct text { char buf[1024]; size_t at; } text_t;
 
-static void destroy_put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void destroy_put(text_t *t, const char *fmt, ...)
+static void create_destroy_put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void create_destroy_put(text_t *t, const char *fmt, ...)
 {
     if (t->at >= sizeof t->buf) return;
     va_list ap;
@@ -125,58 +125,58 @@ static void destroy_put(text_t *t, const char *fmt, ...)
 }
 
 /* One part of the text: "<call> failed for N <what>s (B bytes): <error>". */
-static void destroy_part(text_t *t, const char **sep, const char *call, const char *what, const cca_kept_part_t *p,
+static void create_destroy_part(text_t *t, const char **sep, const char *call, const char *what, const cca_kept_part_t *p,
                          bool driver)
 {
     if (!p->calls) return;
     char name[48];
     if (driver) _cca_vmm_result_name(p->err, name, sizeof name);
     else snprintf(name, sizeof name, "%s", cudaGetErrorName((cudaError_t)p->err));
-    destroy_put(t, "%s%s failed for %lu %s%s (%zu bytes): %s", *sep, call, p->calls, what, p->calls == 1 ? "" : "s",
+    create_destroy_put(t, "%s%s failed for %lu %s%s (%zu bytes): %s", *sep, call, p->calls, what, p->calls == 1 ? "" : "s",
                 p->bytes, name);
     *sep = "; ";
 }
 
 /* Sets the thread's last error text to what cca_destroy could not give
  * back (nothing when everything went back). */
-static void destroy_report(int device, const cca_kept_t *k)
+static void create_destroy_report(int device, const cca_kept_t *k)
 {
     if (!k->device_bytes && !k->va_bytes) return;
     text_t t = { .at = 0 };
-    destroy_put(&t, "cca_destroy: device %d kept ", device);
+    create_destroy_put(&t, "cca_destroy: device %d kept ", device);
     if (k->device_bytes)
-        destroy_put(&t, "%zu bytes (%.2f MiB) of device memory", k->device_bytes, (double)k->device_bytes / (1 << 20));
-    if (k->va_bytes) destroy_put(&t, "%s%zu bytes of address space", k->device_bytes ? " and " : "", k->va_bytes);
-    destroy_put(&t, " after %d tries per call: ", CCA_RELEASE_TRIES);
+        create_destroy_put(&t, "%zu bytes (%.2f MiB) of device memory", k->device_bytes, (double)k->device_bytes / (1 << 20));
+    if (k->va_bytes) create_destroy_put(&t, "%s%zu bytes of address space", k->device_bytes ? " and " : "", k->va_bytes);
+    create_destroy_put(&t, " after %d tries per call: ", CCA_RELEASE_TRIES);
     const char *sep = "";
-    destroy_part(&t, &sep, "cudaFree", "segment", &k->free, false);
-    destroy_part(&t, &sep, "cuMemUnmap", "mapping", &k->unmap, true);
+    create_destroy_part(&t, &sep, "cudaFree", "segment", &k->free, false);
+    create_destroy_part(&t, &sep, "cuMemUnmap", "mapping", &k->unmap, true);
     if (k->still_mapped.calls) {
-        destroy_put(&t, "%s%lu reservation%s (%zu bytes) not freed: mappings remain in %s", sep, k->still_mapped.calls,
+        create_destroy_put(&t, "%s%lu reservation%s (%zu bytes) not freed: mappings remain in %s", sep, k->still_mapped.calls,
                     k->still_mapped.calls == 1 ? "" : "s", k->still_mapped.bytes,
                     k->still_mapped.calls == 1 ? "it" : "them");
         sep = "; ";
     }
-    destroy_part(&t, &sep, "cuMemRelease", "handle", &k->release, true);
-    destroy_part(&t, &sep, "cuMemAddressFree", "reservation", &k->address_free, true);
-    _cca_fail(CCA_ERROR_CUDA, "%s", t.buf);
+    create_destroy_part(&t, &sep, "cuMemRelease", "handle", &k->release, true);
+    create_destroy_part(&t, &sep, "cuMemAddressFree", "reservation", &k->address_free, true);
+    _cca_errors_fail(CCA_ERROR_CUDA, "%s", t.buf);
 }
 
 void cca_destroy(cca_allocator_t *a)
 {
     if (!a) return;
-    _cca_clear_error_text();                  /* "" unless something could not be given back */
+    _cca_errors_clear_text();                  /* "" unless something could not be given back */
     cca_kept_t kept = { 0 };
     int device = a->cfg.device;
-    _cca_registry_remove(a);                  /* exiting threads no longer touch it */
+    _cca_stream_registry_remove(a);                  /* exiting threads no longer touch it */
     atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     dev_guard_t g;
-    if (_cca_device_enter(a, &g) != cudaSuccess) _cca_clear_error();
+    if (_cca_segment_device_enter(a, &g) != cudaSuccess) _cca_errors_clear();
     _cca_events_destroy(a);
     for (cca_segment_t *s = a->segments, *next; s; s = next) {
         next = s->next;
-        cudaError_t e = s->expandable ? cudaSuccess : destroy_free((void *)s->addr);
+        cudaError_t e = s->expandable ? cudaSuccess : create_destroy_free((void *)s->addr);
         if (e != cudaSuccess) {               /* kept: its record goes, the device holds it */
             kept.free.calls++;
             kept.free.bytes += s->size;
@@ -188,10 +188,10 @@ void cca_destroy(cca_allocator_t *a)
     }
     a->segments = NULL;
     _cca_vmm_destroy(a, &kept);
-    _cca_device_leave(&g);
+    _cca_segment_device_leave(&g);
     a->acct.ops->destroy(&a->acct);
     _cca_history_destroy(a);
-    _cca_trace_destroy(a);
+    _cca_tracefile_destroy(a);
     cca_stream_t *st = a->streams;
     a->streams = NULL;
     a->all_locked = false;
@@ -206,10 +206,10 @@ void cca_destroy(cca_allocator_t *a)
         _cca_stream_free(st);
         st = next;
     }
-    _cca_segments_destroy(a);
+    _cca_segment_destroy_all(a);
     _cca_segmap_fini(a);
     free(a);
-    destroy_report(device, &kept);
+    create_destroy_report(device, &kept);
 }
 
 /* ---- the cap at run time ------------------------------------------------ */
@@ -218,7 +218,7 @@ void cca_destroy(cca_allocator_t *a)
  * growth; memory reserved above it stays until cca_empty_cache (as PyTorch). */
 static cca_status_t create_change_cap(cca_allocator_t *a, const char *what, const double *fraction, const size_t *limit)
 {
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     double old_f = a->cfg.memory_fraction;
     size_t old_l = a->cfg.memory_limit;
     if (fraction) a->cfg.memory_fraction = *fraction;
@@ -229,12 +229,12 @@ static cca_status_t create_change_cap(cca_allocator_t *a, const char *what, cons
         a->cfg.memory_limit = old_l;
         size_t cap = a->cap;
         create_set_cap(a);
-        _cca_unlock_all(a, NULL);
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+        _cca_alloc_unlock_all(a, NULL);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT,
                          "%s: a cap of %zu bytes on device %d leaves no room for one 2 MiB segment", what, cap,
                          a->cfg.device);
     }
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }
 
@@ -243,44 +243,44 @@ static void create_probe_config(cca_config_t *c) { cca_config_init_sized(c, size
 
 cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: allocator is NULL");
     cca_config_t probe;
     char why[256];
     create_probe_config(&probe);
     probe.memory_fraction = fraction;
     if (!_cca_config_key_ok(&probe, "memory_fraction", why, sizeof why))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %s", why);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_fraction: %s", why);
     return create_change_cap(a, "cca_set_memory_fraction", &fraction, NULL);
 }
 
 cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: allocator is NULL");
     cca_config_t probe;
     char why[256];
     create_probe_config(&probe);
     probe.memory_limit = bytes;
     if (!_cca_config_key_ok(&probe, "memory_limit_mb", why, sizeof why))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: %s", why);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: %s", why);
     return create_change_cap(a, "cca_set_memory_limit", NULL, &bytes);
 }
 
 cca_status_t cca_get_memory_cap(cca_allocator_t *a, size_t *bytes, double *fraction, size_t *limit)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_memory_cap: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_memory_cap: allocator is NULL");
+    _cca_alloc_lock_all(a);
     if (bytes) *bytes = a->cap == SIZE_MAX ? 0 : a->cap;
     if (fraction) *fraction = a->cfg.memory_fraction;
     if (limit) *limit = a->cfg.memory_limit;
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }
 
 cca_status_t cca_get_config_sized(cca_allocator_t *a, cca_config_t *out, size_t out_size)
 {
-    if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %s is NULL", a ? "out" : "allocator");
+    if (!a || !out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %s is NULL", a ? "out" : "allocator");
     if (out_size < CCA_V1_CONFIG)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %zu bytes is no cca_config_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_config: %zu bytes is no cca_config_t", out_size);
     _cca_lock(&a->lock);                              /* the cap's setters hold it */
     cca_config_t c = a->cfg;
     _cca_unlock(&a->lock);

@@ -35,7 +35,7 @@ cca_status_t cca_default_configure(const char *config)
     pthread_mutex_lock(&default_lock);
     if (in_use) {
         pthread_mutex_unlock(&default_lock);
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT,
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT,
                          "cca_default_configure: the default allocators are in use already; configure before the first one");
     }
     cca_config_t c;
@@ -49,7 +49,7 @@ cca_status_t cca_default_configure(const char *config)
         conf_origin = "cca_default_configure";
     }
     pthread_mutex_unlock(&default_lock);
-    return s == CCA_OK ? CCA_OK : _cca_fail(s, "cca_default_configure: %s", err);
+    return s == CCA_OK ? CCA_OK : _cca_errors_fail(s, "cca_default_configure: %s", err);
 }
 
 static cca_status_t default_create_default(int device, cca_allocator_t **out)
@@ -60,7 +60,7 @@ static cca_status_t default_create_default(int device, cca_allocator_t **out)
     cca_allocator_t *a = atomic_load_explicit(&defaults[device], memory_order_relaxed);
     if (s != CCA_OK) {
         pthread_mutex_unlock(&default_lock);
-        return _cca_fail(s, "%s: %s", conf_origin, conf_error);
+        return _cca_errors_fail(s, "%s: %s", conf_origin, conf_error);
     }
     if (!a) {
         cca_config_t c = conf;
@@ -75,7 +75,7 @@ static cca_status_t default_create_default(int device, cca_allocator_t **out)
             snprintf(why, sizeof why, "%s", cca_last_error_string());
             cca_destroy(a);
             a = NULL;
-            s = _cca_fail(s, "%s", why);
+            s = _cca_errors_fail(s, "%s", why);
         }
         if (s == CCA_OK) atomic_store_explicit(&defaults[device], a, memory_order_release);
     }
@@ -87,10 +87,10 @@ static cca_status_t default_create_default(int device, cca_allocator_t **out)
 
 cca_status_t cca_default(int device, cca_allocator_t **out)
 {
-    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: out is NULL");
+    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: out is NULL");
     if (device < 0 || device >= MAX_DEVICES) {
         *out = NULL;
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: device %d out of range", device);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default: device %d out of range", device);
     }
     cca_allocator_t *a = atomic_load_explicit(&defaults[device], memory_order_acquire);
     if (__builtin_expect(a != NULL, 1)) {
@@ -103,7 +103,7 @@ cca_status_t cca_default(int device, cca_allocator_t **out)
 
 cca_status_t cca_default_existing(int device, cca_allocator_t **out)
 {
-    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_existing: out is NULL");
+    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_existing: out is NULL");
     *out = device >= 0 && device < MAX_DEVICES ? atomic_load_explicit(&defaults[device], memory_order_acquire) : NULL;
     return CCA_OK;
 }
@@ -126,7 +126,7 @@ cca_status_t cca_default_record_history(size_t max_entries)
             cca_allocator_t *a = atomic_load_explicit(&defaults[k], memory_order_relaxed);
             if (a && cca_record_history(a, history_max) != CCA_OK) (void)cca_record_history(a, 0);
         }
-        s = _cca_fail(s, "%s", why);
+        s = _cca_errors_fail(s, "%s", why);
     }
     pthread_mutex_unlock(&default_lock);
     return s;
@@ -135,7 +135,7 @@ cca_status_t cca_default_record_history(size_t max_entries)
 cca_status_t cca_default_trace_start(const char *path)
 {
     if (path && strlen(path) >= sizeof trace_path)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_trace_start: the path is longer than %zu bytes",
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_default_trace_start: the path is longer than %zu bytes",
                          sizeof trace_path - 1);
     pthread_mutex_lock(&default_lock);
     cca_status_t s = CCA_OK;
@@ -152,7 +152,7 @@ cca_status_t cca_default_trace_start(const char *path)
             }
         }
         pthread_mutex_unlock(&default_lock);
-        return s == CCA_OK ? CCA_OK : _cca_fail(s, "cca_default_trace_start: %s", why);
+        return s == CCA_OK ? CCA_OK : _cca_errors_fail(s, "cca_default_trace_start: %s", why);
     }
     for (; d < MAX_DEVICES && s == CCA_OK; d++) {
         cca_allocator_t *a = atomic_load_explicit(&defaults[d], memory_order_relaxed);
@@ -167,7 +167,7 @@ cca_status_t cca_default_trace_start(const char *path)
             cca_allocator_t *a = atomic_load_explicit(&defaults[k], memory_order_relaxed);
             if (a) (void)cca_trace_stop(a);
         }
-        s = _cca_fail(s, "cca_default_trace_start: %s", why);
+        s = _cca_errors_fail(s, "cca_default_trace_start: %s", why);
     }
     pthread_mutex_unlock(&default_lock);
     return s;

@@ -10,14 +10,14 @@
 static _Thread_local char last_error[1536];
 static _Thread_local cca_oom_report_t thread_oom;     /* verdict NONE (0): none since the last OOM failure */
 
-void _cca_thread_oom_set(const cca_oom_report_t *r) { thread_oom = *r; }
-const cca_oom_report_t *_cca_thread_oom(void) { return &thread_oom; }
+void _cca_errors_thread_oom_set(const cca_oom_report_t *r) { thread_oom = *r; }
+const cca_oom_report_t *_cca_errors_thread_oom(void) { return &thread_oom; }
 
 cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
 {
-    if (!out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
+    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
     if (out_size < CCA_V1_OOM)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
     _cca_oom_copy_out(out, out_size, &thread_oom);
     return CCA_OK;
 }
@@ -39,7 +39,7 @@ const char *cca_status_string(cca_status_t s)
 
 const char *cca_last_error_string(void) { return last_error; }
 
-cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
+cca_status_t _cca_errors_fail(cca_status_t s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -49,7 +49,7 @@ cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...)
     return s;
 }
 
-cca_status_t _cca_fail_cuda(int e, const char *fmt, ...)
+cca_status_t _cca_errors_fail_cuda(int e, const char *fmt, ...)
 {
     /* cudaErrorInsufficientDriver is also what a runtime without any driver
      * says; cudaErrorSystemDriverMismatch follows a driver upgrade without a
@@ -69,29 +69,29 @@ cca_status_t _cca_fail_cuda(int e, const char *fmt, ...)
 
 /* Adds a line to this thread's last error text (an OOM's report, so that
  * callers who only see a NULL can read it); cut to fit. */
-void _cca_error_append(const char *text)
+void _cca_errors_append(const char *text)
 {
     size_t n = strlen(last_error);
     if (n + 1 < sizeof last_error) snprintf(last_error + n, sizeof last_error - n, "\n%s", text);
 }
 
-void _cca_clear_error_text(void) { last_error[0] = 0; }
+void _cca_errors_clear_text(void) { last_error[0] = 0; }
 
 /* Clears an error cca caused and handled from the runtime's last-error slot. */
-void _cca_clear_error(void) { (void)cudaGetLastError(); }
+void _cca_errors_clear(void) { (void)cudaGetLastError(); }
 
 cca_status_t cca_current_device(int *device)
 {
-    if (!device) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_current_device: device is NULL");
+    if (!device) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_current_device: device is NULL");
     cudaError_t e = cudaGetDevice(device);
     if (e == cudaSuccess) return CCA_OK;
-    _cca_clear_error();
-    return _cca_fail_cuda(e, "cca_current_device: cudaGetDevice failed: %s", cudaGetErrorName(e));
+    _cca_errors_clear();
+    return _cca_errors_fail_cuda(e, "cca_current_device: cudaGetDevice failed: %s", cudaGetErrorName(e));
 }
 
 cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_bytes)
 {
-    if (!free_bytes || !total_bytes) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info: an output is NULL");
+    if (!free_bytes || !total_bytes) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info: an output is NULL");
     int cur = -1;
     cudaError_t e = cudaGetDevice(&cur);
     bool switched = false;
@@ -102,8 +102,8 @@ cca_status_t cca_mem_get_info(int device, size_t *free_bytes, size_t *total_byte
         (void)cudaGetLastError();
     }
     if (e == cudaSuccess) return CCA_OK;
-    _cca_clear_error();
+    _cca_errors_clear();
     if (e == cudaErrorInvalidDevice)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
-    return _cca_fail_cuda(e, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
+    return _cca_errors_fail_cuda(e, "cca_mem_get_info(%d): %s", device, cudaGetErrorName(e));
 }

@@ -15,10 +15,10 @@
  * device instead, then the block is safe. */
 static void events_wait_device(cca_allocator_t *a)
 {
-    _cca_clear_error();
+    _cca_errors_clear();
     dev_guard_t g;
-    if (_cca_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_clear_error();
-    _cca_device_leave(&g);
+    if (_cca_segment_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_errors_clear();
+    _cca_segment_device_leave(&g);
 }
 
 static void events_pool_put(cca_events_t *ev, cudaEvent_t e)
@@ -36,12 +36,12 @@ static bool events_settle(cca_allocator_t *a, cca_stream_t *st, cca_pending_t p)
     if (p.block->event_count == 1) {
         cca_delta_t d;
         _cca_settle_delta(&d, p.block);
-        if (!_cca_ctr_apply(a, st, p.block->seg->pool, &d)) return false;
+        if (!_cca_counters_apply(a, st, p.block->seg->pool, &d)) return false;
     }
     events_pool_put(&st->events, p.event);
     if (--p.block->event_count == 0) {
         _cca_history_completed(a, p.block);   /* history is off on the hot path (a->hooks) */
-        _cca_free_block(a, p.block);
+        _cca_block_free(a, p.block);
         if (st->dead)                                 /* its segment may go back now: reap on the next all-locked call */
             atomic_store_explicit(&a->dead_pending, true, memory_order_relaxed);
     }
@@ -61,7 +61,7 @@ static void events_kept(cca_allocator_t *a, cca_events_t *ev, size_t w, size_t r
     if (r > w) atomic_fetch_sub_explicit(&a->pending_events, r - w, memory_order_relaxed);
 }
 
-void _cca_process_events(cca_allocator_t *a)
+void _cca_events_process(cca_allocator_t *a)
 {
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         cca_events_t *ev = &st->events;
@@ -69,7 +69,7 @@ void _cca_process_events(cca_allocator_t *a)
         for (; r < ev->n_pending; r++) {
             cca_pending_t p = ev->pending[r];
             cudaError_t e = cudaEventQuery(p.event);
-            if (e == cudaErrorNotReady) { _cca_clear_error(); ev->pending[w++] = p; continue; }
+            if (e == cudaErrorNotReady) { _cca_errors_clear(); ev->pending[w++] = p; continue; }
             if (e != cudaSuccess) events_wait_device(a);
             events_settle(a, st, p);                  /* all locked: the counters take it */
         }
@@ -79,7 +79,7 @@ void _cca_process_events(cca_allocator_t *a)
 
 /* The hot path's check of st's events (st locked): false when a block could
  * not come back within st's leases (the caller takes the all-locked path). */
-bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
+bool _cca_events_process_stream(cca_allocator_t *a, cca_stream_t *st)
 {
     cca_events_t *ev = &st->events;
     bool flushed = false, ok = true;
@@ -87,11 +87,11 @@ bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
     for (; r < ev->n_pending; r++) {
         cca_pending_t p = ev->pending[r];
         cudaError_t e = cudaEventQuery(p.event);
-        if (e == cudaErrorNotReady) { _cca_clear_error(); ev->pending[w++] = p; continue; }
+        if (e == cudaErrorNotReady) { _cca_errors_clear(); ev->pending[w++] = p; continue; }
         if (e != cudaSuccess) events_wait_device(a);
         if (!flushed) {                               /* a block may be freed: merges need the real neighbours */
-            _cca_flush_parked(a, st, CCA_POOL_SMALL);
-            _cca_flush_parked(a, st, CCA_POOL_LARGE);
+            _cca_park_flush(a, st, CCA_POOL_SMALL);
+            _cca_park_flush(a, st, CCA_POOL_LARGE);
             flushed = true;
         }
         if (!events_settle(a, st, p)) { ok = false; break; }   /* p stays, with the rest */
@@ -100,7 +100,7 @@ bool _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st)
     return ok;
 }
 
-void _cca_sync_pending(cca_allocator_t *a)
+void _cca_events_sync_pending(cca_allocator_t *a)
 {
     a->stats.num_sync_all_streams++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
@@ -119,7 +119,7 @@ static cudaEvent_t events_event_get(cca_events_t *ev)
     if (ev->n_pool) return ev->pool[--ev->n_pool];
     cudaEvent_t e = NULL;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
-        _cca_clear_error();
+        _cca_errors_clear();
         return NULL;
     }
     return e;
@@ -149,29 +149,29 @@ static bool events_pending_reserve(cca_events_t *ev, size_t n)
 static void events_wait_use(cca_allocator_t *a, const cca_use_t *u)
 {
     cudaError_t e = cudaErrorInvalidValue;
-    if (!_cca_stream_is_per_thread_key(u->key) || u->key == _cca_current_per_thread_key(a->cfg.device))
+    if (!_cca_stream_is_per_thread_key(u->key) || u->key == _cca_stream_current_per_thread_key(a->cfg.device))
         e = cudaStreamSynchronize(u->handle);
     if (e != cudaSuccess) {
-        _cca_clear_error();
-        if (cudaDeviceSynchronize() != cudaSuccess) _cca_clear_error();
+        _cca_errors_clear();
+        if (cudaDeviceSynchronize() != cudaSuccess) _cca_errors_clear();
     }
 }
 
 /* Records an event on each stream that used b; b is free once all complete
  * (b->requested, the caller's size, stays until then: requested_bytes and
  * the history's completion report it). */
-void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
+void _cca_events_free_with_uses(cca_allocator_t *a, cca_block_t *b)
 {
     cca_events_t *ev = &b->seg->stream->events;
     dev_guard_t g;
-    bool ok = _cca_device_enter(a, &g) == cudaSuccess && events_pending_reserve(ev, (size_t)b->n_uses);
-    if (!ok) _cca_clear_error();
+    bool ok = _cca_segment_device_enter(a, &g) == cudaSuccess && events_pending_reserve(ev, (size_t)b->n_uses);
+    if (!ok) _cca_errors_clear();
     b->state = CCA_BLOCK_PENDING;                     /* the caller applied _cca_release_delta */
     b->event_count = 0;
     for (int i = 0; i < b->n_uses; i++) {
         const cca_use_t *u = &b->uses[i];
         bool named = !_cca_stream_is_per_thread_key(u->key) ||
-                     u->key == _cca_current_per_thread_key(a->cfg.device);
+                     u->key == _cca_stream_current_per_thread_key(a->cfg.device);
         cudaEvent_t e = ok && named ? events_event_get(ev) : NULL;
         if (e && cudaEventRecord(e, u->handle) == cudaSuccess) {
             ev->pending[ev->n_pending++] = (cca_pending_t){ e, b };
@@ -179,16 +179,16 @@ void _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b)
             b->event_count++;
             continue;
         }
-        if (e) { _cca_clear_error(); ev->pool[ev->n_pool++] = e; }
+        if (e) { _cca_errors_clear(); ev->pool[ev->n_pool++] = e; }
         events_wait_use(a, u);
     }
-    _cca_device_leave(&g);
+    _cca_segment_device_leave(&g);
     if (b->event_count == 0) {                        /* nothing to wait for after all */
         cca_delta_t d;
         _cca_settle_delta(&d, b);
-        _cca_ctr_apply(a, b->seg->stream, b->seg->pool, &d);
+        _cca_counters_apply(a, b->seg->stream, b->seg->pool, &d);
         _cca_history_completed(a, b);
-        _cca_free_block(a, b);
+        _cca_block_free(a, b);
     }
 }
 
@@ -199,11 +199,11 @@ void _cca_events_release(cca_allocator_t *a, cca_stream_t *st)
     cca_events_t *ev = &st->events;
     if (ev->n_pool) {
         dev_guard_t g;
-        bool ok = _cca_device_enter(a, &g) == cudaSuccess;
+        bool ok = _cca_segment_device_enter(a, &g) == cudaSuccess;
         for (size_t i = 0; ok && i < ev->n_pool; i++)
-            if (cudaEventDestroy(ev->pool[i]) != cudaSuccess) _cca_clear_error();
-        if (!ok) _cca_clear_error();
-        _cca_device_leave(&g);
+            if (cudaEventDestroy(ev->pool[i]) != cudaSuccess) _cca_errors_clear();
+        if (!ok) _cca_errors_clear();
+        _cca_segment_device_leave(&g);
     }
     free(ev->pending);
     free(ev->pool);
@@ -223,7 +223,7 @@ void _cca_events_destroy(cca_allocator_t *a)
     }
 }
 
-size_t _cca_pending_total(const cca_allocator_t *a)
+size_t _cca_events_pending_total(const cca_allocator_t *a)
 {
     size_t n = 0;
     for (const cca_stream_t *st = a->streams; st; st = st->next) n += st->events.n_pending;

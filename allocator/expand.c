@@ -9,7 +9,7 @@
  * twice the device's memory, more when it fills; never per stream), and
  * maps physical handles (cuMemCreate) into it. A segment is a contiguous
  * mapped range of one stream and pool: its blocks split and merge as in
- * any segment, and it grows by mapping handles next to it (x_best_spot:
+ * any segment, and it grows by mapping handles next to it (expand_best_spot:
  * above, below, or into a gap); two segments of
  * the same stream and pool that come to touch are joined. Where no
  * segment of the stream and pool can grow, a new one starts in the middle
@@ -27,7 +27,7 @@
  * When handles are unmapped: not on free (that would make calls on every
  * cycle), but when memory runs short - before a growth fails for the
  * device or the cap (after waiting for pending frees), and (the growing
- * stream's holes, while memory is plentiful: _cca_trim_plentiful) before
+ * stream's holes, while memory is plentiful: _cca_segment_trim_plentiful) before
  * one would raise the reserved peak with release_before_grow - and on
  * cca_empty_cache, which also releases what is held. Released, too, on
  * the paths that return whole segments (garbage collection, a retired
@@ -61,9 +61,9 @@
 
 /* ---- segments' shapes ------------------------------------------------------ */
 
-static inline cca_block_t *x_last_block(const cca_segment_t *s) { return s->last; }
+static inline cca_block_t *expand_last_block(const cca_segment_t *s) { return s->last; }
 
-static void x_seg_link_after(cca_allocator_t *a, cca_segment_t *pos, cca_segment_t *s)
+static void expand_seg_link_after(cca_allocator_t *a, cca_segment_t *pos, cca_segment_t *s)
 {
     if (!pos) {
         s->prev = NULL;
@@ -78,7 +78,7 @@ static void x_seg_link_after(cca_allocator_t *a, cca_segment_t *pos, cca_segment
     pos->next = s;
 }
 
-static void x_seg_unlink(cca_allocator_t *a, cca_segment_t *s)
+static void expand_seg_unlink(cca_allocator_t *a, cca_segment_t *s)
 {
     if (s->prev) s->prev->next = s->next;
     else a->segments = s->next;
@@ -88,7 +88,7 @@ static void x_seg_unlink(cca_allocator_t *a, cca_segment_t *s)
 /* Joins segments lo and hi (hi starts where lo ends; same stream and
  * pool) into one: the record with more bytes stays, so that the blocks
  * and address-map chunks relabelled are the smaller part's. Returns it. */
-static cca_segment_t *x_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_t *hi)
+static cca_segment_t *expand_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_t *hi)
 {
     cca_segment_t *keep = lo->size >= hi->size ? lo : hi, *gone = keep == lo ? hi : lo;
     cca_block_t *l = lo->last, *f = hi->first, *last = hi->last, *first = lo->first;
@@ -110,7 +110,7 @@ static cca_segment_t *x_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_
     keep->size = lo->size + hi->size;
     keep->first = first;
     keep->last = last;
-    x_seg_unlink(a, gone);
+    expand_seg_unlink(a, gone);
     _cca_segment_recycle(a, gone);
     _cca_stat_add(a->stats.segment, keep->pool, -1);
     return keep;
@@ -118,7 +118,7 @@ static cca_segment_t *x_join(cca_allocator_t *a, cca_segment_t *lo, cca_segment_
 
 /* The mapped bytes [at, at + hs) as a free block: a new segment (ns), a new
  * block after the segment's last (nb), or the last free block grown. */
-static cca_segment_t *x_map_attach(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t *s,
+static cca_segment_t *expand_map_attach(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t *s,
                                    cca_segment_t *ns, cca_block_t *nb, cca_block_t *tail, uintptr_t at, size_t hs)
 {
     if (nb) {
@@ -137,7 +137,7 @@ static cca_segment_t *x_map_attach(cca_allocator_t *a, cca_stream_t *st, int poo
         atomic_store_explicit(&s->owner, st, memory_order_relaxed);
         s->first = s->last = nb;
         nb->seg = s;
-        x_seg_link_after(a, NULL, s);
+        expand_seg_link_after(a, NULL, s);
         _cca_bins_insert(st->free[pool], nb);
         _cca_stat_add(a->stats.segment, pool, 1);
     } else if (nb) {
@@ -156,7 +156,7 @@ static cca_segment_t *x_map_attach(cca_allocator_t *a, cca_stream_t *st, int poo
 
 /* A new range (fresh) right above one of the stream's, or one right above
  * it: joined into one range. */
-static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, bool fresh, uintptr_t at,
+static void expand_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, bool fresh, uintptr_t at,
                        size_t hs)
 {
     struct cca_xvmm *x = a->xv;
@@ -165,23 +165,23 @@ static void x_map_join(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segme
     if (fresh && i && x->maps[i - 1].addr + x->maps[i - 1].size == at && !x->maps[i - 1].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at - 1);
         if (t && t->expandable && t->stream == st && t->pool == pool && t->addr + t->size == at)
-            s = *seg = x_join(a, t, s);
+            s = *seg = expand_join(a, t, s);
     }
     i = _cca_vmm_map_index(x, at + hs);
     if (i < x->nmaps && x->maps[i].addr == at + hs && !x->maps[i].stray) {
         cca_segment_t *t = _cca_segmap_find(a, at + hs);
-        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) *seg = x_join(a, s, t);
+        if (t && t->expandable && t->stream == st && t->pool == pool && t->addr == at + hs) *seg = expand_join(a, s, t);
     }
 }
 
 /* Maps handle h (hs bytes, counted in pool hpool) at `at`: the end of *seg,
  * or a new segment of (st, pool) when *seg is NULL. On failure the handle
  * is held unmapped (a caller's handle is never lost). */
-static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
+static cca_status_t expand_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_segment_t **seg, uintptr_t at,
                           CUmemGenericAllocationHandle h, size_t hs, int hpool, cca_oom_ctx_t *ctx)
 {
     cca_segment_t *s = *seg, *ns = NULL;
-    cca_block_t *tail = s ? x_last_block(s) : NULL, *nb = NULL;
+    cca_block_t *tail = s ? expand_last_block(s) : NULL, *nb = NULL;
     bool need_block = !tail || tail->state != CCA_BLOCK_FREE;
     if (!_cca_vmm_room_maps(a) || (need_block && !(nb = _cca_block_new(st))) || (!s && !(ns = _cca_segment_new(a))) ||
         !_cca_segmap_reserve(a, at, hs)) {
@@ -189,7 +189,7 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         if (ns) _cca_segment_recycle(a, ns);
         _cca_vmm_hold(a, h, hs, hpool);
         ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
     }
     cca_status_t r = _cca_vmm_map(a, at, h, hs, hpool, pool, ctx);
     if (r != CCA_OK) {
@@ -197,20 +197,20 @@ static cca_status_t x_map(cca_allocator_t *a, cca_stream_t *st, int pool, cca_se
         if (ns) _cca_segment_recycle(a, ns);
         return r;
     }
-    s = x_map_attach(a, st, pool, s, ns, nb, tail, at, hs);
+    s = expand_map_attach(a, st, pool, s, ns, nb, tail, at, hs);
     *seg = s;
     _cca_segmap_set(a, at, hs, s);
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_ALLOC, at, hs, st->handle, 0, 0);
-    x_map_join(a, st, pool, seg, s == ns, at, hs);
+    expand_map_join(a, st, pool, seg, s == ns, at, hs);
     return CCA_OK;
 }
 
 /* What a cut leaves of the blocks around the hole [h0, h1). */
-typedef struct x_cut_ends { cca_block_t *first_after, *last_after, *last_before; } x_cut_ends_t;
+typedef struct expand_cut_ends { cca_block_t *first_after, *last_after, *last_before; } expand_cut_ends_t;
 
 /* Block b loses [h0, h1): what lies below stays b (lb), what lies above
  * becomes rb (a new block where both sides remain); b alone recycled. */
-static x_cut_ends_t x_cut_blocks(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, cca_block_t *rb, uintptr_t h0,
+static expand_cut_ends_t expand_cut_blocks(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, cca_block_t *rb, uintptr_t h0,
                                  uintptr_t h1)
 {
     cca_stream_t *st = s->stream;
@@ -242,12 +242,12 @@ static x_cut_ends_t x_cut_blocks(cca_allocator_t *a, cca_segment_t *s, cca_block
         oldnext->prev = NULL;
     }
     if (!lb && !rb) _cca_block_recycle(st, b);
-    return (x_cut_ends_t){ rb ? rb : oldnext, oldnext ? oldlast : rb, lb ? lb : oldprev };
+    return (expand_cut_ends_t){ rb ? rb : oldnext, oldnext ? oldlast : rb, lb ? lb : oldprev };
 }
 
 /* Segment s around the hole [h0, h1): split in two (ns the part above),
  * cut at one end, or gone. The part above, if any, in *after. */
-static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *ns, const x_cut_ends_t *e, bool before,
+static void expand_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *ns, const expand_cut_ends_t *e, bool before,
                           bool follows, uintptr_t h0, uintptr_t h1, cca_segment_t **after)
 {
     uintptr_t send = s->addr + s->size;
@@ -265,7 +265,7 @@ static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *n
         _cca_segmap_set(a, ns->addr, ns->size, ns);
         s->size = h0 - s->addr;
         s->last = e->last_before;
-        x_seg_link_after(a, s, ns);
+        expand_seg_link_after(a, s, ns);
         _cca_stat_add(a->stats.segment, s->pool, 1);
         *after = ns;
     } else if (before) {                              /* the segment ends below the hole */
@@ -278,7 +278,7 @@ static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *n
         s->last = e->last_after;
         *after = s;
     } else {                                          /* nothing left of it */
-        x_seg_unlink(a, s);
+        expand_seg_unlink(a, s);
         _cca_stat_add(a->stats.segment, s->pool, -1);
         _cca_segment_recycle(a, s);
     }
@@ -288,7 +288,7 @@ static void x_cut_segment(cca_allocator_t *a, cca_segment_t *s, cca_segment_t *n
  * segment s, and holds its handle. *after gets the segment that holds what
  * followed the hole, and *next its first block (NULL: nothing followed).
  * False (nothing changed) when host memory or the driver refused. */
-static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
+static bool expand_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t mi, cca_segment_t **after,
                   cca_block_t **next)
 {
     struct cca_xvmm *x = a->xv;
@@ -307,10 +307,10 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
         return false;
     }
     if (_cca_history_on(a)) _cca_history_add(a, CCA_HISTORY_SEGMENT_FREE, h0, hs, st->handle, 0, 0);
-    x_cut_ends_t e = x_cut_blocks(a, s, b, rb, h0, h1);
+    expand_cut_ends_t e = expand_cut_blocks(a, s, b, rb, h0, h1);
     *next = e.first_after;
     int pool = s->pool;                               /* s may be recycled below */
-    x_cut_segment(a, s, ns, &e, before, follows, h0, h1, after);
+    expand_cut_segment(a, s, ns, &e, before, follows, h0, h1, after);
     _cca_vmm_hold(a, h, hs, pool);
     return true;
 }
@@ -321,7 +321,7 @@ static bool x_cut(cca_allocator_t *a, cca_segment_t *s, cca_block_t *b, size_t m
  * two live ones - when st is not NULL: a free block at a range's end is
  * where the next growth maps, so unmapping it there would cost an unmap
  * and a map for nothing), holding the handles. */
-static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stream_t *st)
+static void expand_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stream_t *st)
 {
     struct cca_xvmm *x = a->xv;
     for (cca_segment_t *s = only ? only : a->segments, *next; s; s = next) {
@@ -335,7 +335,7 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
             if (mi < x->nmaps && x->maps[mi].addr + x->maps[mi].size <= b->addr + b->size) {
                 cca_segment_t *after;
                 cca_block_t *nb;
-                if (x_cut(a, s, b, mi, &after, &nb)) {
+                if (expand_cut(a, s, b, mi, &after, &nb)) {
                     if (!after) break;
                     s = after;                        /* a split part is linked right after s: walked here */
                     b = nb;
@@ -351,21 +351,21 @@ static void x_unmap_free(cca_allocator_t *a, cca_segment_t *only, const cca_stre
 
 /* ---- what the rest of the allocator calls ---------------------------------- */
 
-bool _cca_x_release_segment(cca_allocator_t *a, cca_segment_t *seg)
+bool _cca_expand_release_segment(cca_allocator_t *a, cca_segment_t *seg)
 {
     size_t from = a->xv->nheld;
     uintptr_t lo = seg->addr, hi = seg->addr + seg->size;
-    x_unmap_free(a, seg, NULL);
+    expand_unmap_free(a, seg, NULL);
     _cca_vmm_release_held(a, from);
     for (cca_segment_t *s = a->segments; s; s = s->next)   /* anything left of it: a handle the driver kept */
         if (s->expandable && s->addr >= lo && s->addr < hi) return false;
     return true;
 }
 
-void _cca_x_release_cached(cca_allocator_t *a)
+void _cca_expand_release_cached(cca_allocator_t *a)
 {
     _cca_vmm_retry_strays(a);
-    x_unmap_free(a, NULL, NULL);
+    expand_unmap_free(a, NULL, NULL);
     _cca_vmm_release_held(a, 0);
 }
 
@@ -380,7 +380,7 @@ typedef struct xspot {
 
 /* A layout the spot is chosen in: the allocator's own (ranges NULL: its
  * segments and mappings), or one the OOM report builds to look at, with
- * the free handles unmapped (x_view_*). A range is a segment as the
+ * the free handles unmapped (expand_view_*). A range is a segment as the
  * spot sees it. */
 typedef struct xrange {
     cca_segment_t *seg;                               /* the allocator's segment; NULL in a view */
@@ -396,9 +396,9 @@ typedef struct xlayout {
     size_t nranges;
 } xlayout_t;
 
-static inline xlayout_t x_real_layout(const struct cca_xvmm *x) { return (xlayout_t){ _cca_vmm_maps(x), NULL, 0 }; }
+static inline xlayout_t expand_real_layout(const struct cca_xvmm *x) { return (xlayout_t){ _cca_vmm_maps(x), NULL, 0 }; }
 
-static void x_range_of(cca_segment_t *s, xrange_t *out)
+static void expand_range_of(cca_segment_t *s, xrange_t *out)
 {
     *out = (xrange_t){ s, s->addr, s->size, s->first->state == CCA_BLOCK_FREE ? s->first->size : 0,
                        s->last->state == CCA_BLOCK_FREE ? s->last->size : 0, s->stream, s->pool };
@@ -406,7 +406,7 @@ static void x_range_of(cca_segment_t *s, xrange_t *out)
 
 /* The layout's next range of (st, pool), in the order of the allocator's
  * segment list; *cur starts NULL (a view: the index + 1). */
-static bool x_next_range(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, uintptr_t *cur,
+static bool expand_next_range(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, uintptr_t *cur,
                          xrange_t *out)
 {
     if (L->ranges) {
@@ -422,14 +422,14 @@ static bool x_next_range(const cca_allocator_t *a, const xlayout_t *L, const cca
     for (cca_segment_t *s = *cur ? ((cca_segment_t *)*cur)->next : a->segments; s; s = s->next)
         if (s->expandable && s->stream == st && s->pool == pool) {
             *cur = (uintptr_t)s;
-            x_range_of(s, out);
+            expand_range_of(s, out);
             return true;
         }
     return false;
 }
 
 /* The range of (st, pool) that starts at addr, if a mapping starts there. */
-static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool,
+static bool expand_range_starting(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool,
                              uintptr_t addr, xrange_t *out)
 {
     size_t i = _cca_vmm_index(&L->maps, addr);
@@ -444,7 +444,7 @@ static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const
     }
     cca_segment_t *t = _cca_segmap_find(a, addr);
     if (!t || !t->expandable || t->stream != st || t->pool != pool || t->addr != addr) return false;
-    x_range_of(t, out);
+    expand_range_of(t, out);
     return true;
 }
 
@@ -459,15 +459,15 @@ static bool x_range_starting(const cca_allocator_t *a, const xlayout_t *L, const
  * start when nothing lies below it). False when only a new reservation
  * holds it: sp->need is then what it needs (the request's own pages),
  * the rest of *sp is not set. The one place the spot is decided: growth
- * (x_spot) and the OOM report (_cca_x_need, largest_fit) ask it. */
-static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, size_t rounded,
+ * (expand_spot) and the OOM report (_cca_expand_need, largest_fit) ask it. */
+static bool expand_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_stream_t *st, int pool, size_t rounded,
                         xspot_t *sp)
 {
     const struct cca_xvmm *x = a->xv;
     const cca_xmaps_t *m = &L->maps;
     size_t best = SIZE_MAX;
     xrange_t s, t;
-    for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {
+    for (uintptr_t cur = 0; expand_next_range(a, L, st, pool, &cur, &s);) {
         uintptr_t end = s.addr + s.size;
         size_t need = _cca_vmm_up(x, s.tail < rounded ? rounded - s.tail : 1), room = _cca_vmm_room_at(x, m, end);
         if (need <= room && need < best) {
@@ -475,12 +475,12 @@ static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_
             *sp = (xspot_t){ s.seg, end, room, need };
         }
         if (room && room <= need && room <= best &&   /* fill the gap up to a segment of ours, joining it (preferred) */
-            x_range_starting(a, L, st, pool, end + room, &t) && s.tail + room + t.head >= rounded) {
+            expand_range_starting(a, L, st, pool, end + room, &t) && s.tail + room + t.head >= rounded) {
             best = room;
             *sp = (xspot_t){ s.seg, end, room, room };
         }
     }
-    for (uintptr_t cur = 0; x_next_range(a, L, st, pool, &cur, &s);) {   /* a new range right below one of ours, joining it */
+    for (uintptr_t cur = 0; expand_next_range(a, L, st, pool, &cur, &s);) {   /* a new range right below one of ours, joining it */
         size_t need = _cca_vmm_up(x, s.head < rounded ? rounded - s.head : 1), room = _cca_vmm_room_below(x, m, s.addr);
         if (need <= room && need < best) {
             best = need;
@@ -503,14 +503,14 @@ static bool x_best_spot(const cca_allocator_t *a, const xlayout_t *L, const cca_
     return true;
 }
 
-/* The spot x_best_spot picks in the allocator's own layout; a new
+/* The spot expand_best_spot picks in the allocator's own layout; a new
  * reservation where none holds it. */
-static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
+static cca_status_t expand_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, xspot_t *sp,
                            cca_oom_ctx_t *ctx)
 {
     struct cca_xvmm *x = a->xv;
-    xlayout_t L = x_real_layout(x);
-    if (x_best_spot(a, &L, st, pool, rounded, sp)) return CCA_OK;
+    xlayout_t L = expand_real_layout(x);
+    if (expand_best_spot(a, &L, st, pool, rounded, sp)) return CCA_OK;
     size_t need = sp->need;
     cca_status_t s = _cca_vmm_reserve(a, need, ctx);
     if (s != CCA_OK) return s;
@@ -519,10 +519,10 @@ static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_
 }
 
 /* ---- the OOM report's view of growth ----------------------------------------
- * segment_size: what the growth needs to map at the spot x_best_spot picks
+ * segment_size: what the growth needs to map at the spot expand_best_spot picks
  * now. largest_fit: a request of r bytes on stream st (pool by size)
  * succeeds iff a free block of st's pool holds it, or the growth ladder
- * (_cca_x_grow) gets it its spot's bytes. The ladder tries the layout as
+ * (_cca_expand_grow) gets it its spot's bytes. The ladder tries the layout as
  * it is, then with every handle that lies wholly inside a free block (any
  * stream or pool) and every stray unmapped and held, then with every held
  * handle released; handles held are mapped first, new ones need the
@@ -538,11 +538,11 @@ static cca_status_t x_spot(cca_allocator_t *a, cca_stream_t *st, int pool, size_
  * driver refusing a retry's unmap or release, the address space running
  * out. */
 
-size_t _cca_x_need(const cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded)
+size_t _cca_expand_need(const cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded)
 {
-    xlayout_t L = x_real_layout(a->xv);
+    xlayout_t L = expand_real_layout(a->xv);
     xspot_t sp;
-    (void)x_best_spot(a, &L, st, pool, rounded, &sp);   /* no spot: a new reservation of sp.need */
+    (void)expand_best_spot(a, &L, st, pool, rounded, &sp);   /* no spot: a new reservation of sp.need */
     return sp.need;
 }
 
@@ -557,7 +557,7 @@ struct cca_xfit {
     size_t fit[CCA_POOL_COUNT];                       /* st's largest free block per pool */
 };
 
-static bool x_view_push(cca_xfit_t *f, uintptr_t addr, uintptr_t end, size_t head, size_t tail, const cca_segment_t *s)
+static bool expand_view_push(cca_xfit_t *f, uintptr_t addr, uintptr_t end, size_t head, size_t tail, const cca_segment_t *s)
 {
     if (f->nranges == f->capranges) {
         size_t cap = f->capranges ? f->capranges * 2 : 16;
@@ -571,10 +571,10 @@ static bool x_view_push(cca_xfit_t *f, uintptr_t addr, uintptr_t end, size_t hea
 }
 
 /* Segment s with the handles wholly inside its free blocks unmapped (as
- * x_unmap_free leaves it): marks them in gone[] and counts their bytes in
+ * expand_unmap_free leaves it): marks them in gone[] and counts their bytes in
  * *freed; for st's segments, the ranges that remain go into the view, in
- * the segment list's order (x_cut links a split part right after). */
-static bool x_view_segment(cca_xfit_t *f, const cca_segment_t *s, bool *gone, size_t *freed)
+ * the segment list's order (expand_cut links a split part right after). */
+static bool expand_view_segment(cca_xfit_t *f, const cca_segment_t *s, bool *gone, size_t *freed)
 {
     const struct cca_xvmm *x = f->a->xv;
     bool keep = s->stream == f->st, open = false;
@@ -599,15 +599,15 @@ static bool x_view_segment(cca_xfit_t *f, const cca_segment_t *s, bool *gone, si
             if (!open) open = true, p0 = b->addr, head = h0 - b->addr;
             tail = h0 - b->addr;
         }
-        if (open && keep && !x_view_push(f, p0, h0, head, tail, s)) return false;
+        if (open && keep && !expand_view_push(f, p0, h0, head, tail, s)) return false;
         open = false;
         if (bend > h1) open = true, p0 = h1, head = tail = bend - h1;   /* its part above starts one */
     }
-    if (open && keep && !x_view_push(f, p0, s->addr + s->size, head, tail, s)) return false;
+    if (open && keep && !expand_view_push(f, p0, s->addr + s->size, head, tail, s)) return false;
     return true;
 }
 
-cca_xfit_t *_cca_x_fit_new(const cca_allocator_t *a, const cca_stream_t *st, size_t dev_free)
+cca_xfit_t *_cca_expand_fit_new(const cca_allocator_t *a, const cca_stream_t *st, size_t dev_free)
 {
     const struct cca_xvmm *x = a->xv;
     cca_xfit_t *f = calloc(1, sizeof *f);
@@ -619,7 +619,7 @@ cca_xfit_t *_cca_x_fit_new(const cca_allocator_t *a, const cca_stream_t *st, siz
     for (size_t k = 0; k < x->nmaps; k++)
         if (x->maps[k].stray) gone[k] = true, freed += x->maps[k].size;
     for (const cca_segment_t *s = a->segments; s; s = s->next)
-        if (s->expandable && !x_view_segment(f, s, gone, &freed)) goto fail;
+        if (s->expandable && !expand_view_segment(f, s, gone, &freed)) goto fail;
     size_t n = 0;
     for (size_t k = 0; k < x->nmaps; k++)
         if (!gone[k]) f->maps[n++] = x->maps[k];
@@ -639,20 +639,20 @@ cca_xfit_t *_cca_x_fit_new(const cca_allocator_t *a, const cca_stream_t *st, siz
     return f;
 fail:
     free(gone);
-    _cca_x_fit_free(f);
+    _cca_expand_fit_free(f);
     return NULL;
 }
 
-bool _cca_x_fit(const cca_xfit_t *f, size_t rounded)
+bool _cca_expand_fit(const cca_xfit_t *f, size_t rounded)
 {
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     if (f->fit[pool] >= rounded) return true;
     xspot_t sp;
-    (void)x_best_spot(f->a, &f->view, f->st, pool, rounded, &sp);
+    (void)expand_best_spot(f->a, &f->view, f->st, pool, rounded, &sp);
     return sp.need <= f->room;
 }
 
-void _cca_x_fit_free(cca_xfit_t *f)
+void _cca_expand_fit_free(cca_xfit_t *f)
 {
     if (!f) return;
     free(f->maps);
@@ -662,7 +662,7 @@ void _cca_x_fit_free(cca_xfit_t *f)
 
 /* The held handle to map for `want` more bytes with `room` to spare: the
  * smallest that covers want, else the largest below it; -1: none fits. */
-static long x_pick_held(const struct cca_xvmm *x, size_t want, size_t room)
+static long expand_pick_held(const struct cca_xvmm *x, size_t want, size_t room)
 {
     long cover = -1, part = -1;
     for (size_t i = 0; i < x->nheld; i++) {
@@ -680,7 +680,7 @@ static long x_pick_held(const struct cca_xvmm *x, size_t want, size_t room)
 /* The size of the next handle to create for `want` more bytes (see the
  * top of the file); 0: the cap or the device's free memory leaves no room
  * for want (a growth does not start what it cannot finish). */
-static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t room, cca_oom_ctx_t *ctx)
+static size_t expand_handle_size(cca_allocator_t *a, int pool, size_t want, size_t room, cca_oom_ctx_t *ctx)
 {
     /* never further ahead than PyTorch's expandable segments map for this
      * request: its segment size (2 MiB small, 20 MiB under 10 MiB, the
@@ -698,7 +698,7 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
     }
     size_t dev_free = 0, dev_total = 0;
     if (cudaMemGetInfo(&dev_free, &dev_total) != cudaSuccess) {
-        _cca_clear_error();
+        _cca_errors_clear();
         return want;
     }
     if (want > dev_free) {                            /* the device would refuse: no partial growth */
@@ -718,7 +718,7 @@ static size_t x_handle_size(cca_allocator_t *a, int pool, size_t want, size_t ro
 }
 
 /* Maps sp->need bytes at the spot: held handles first, then new ones. */
-static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot_t *sp, cca_oom_ctx_t *ctx)
+static cca_status_t expand_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot_t *sp, cca_oom_ctx_t *ctx)
 {
     struct cca_xvmm *x = a->xv;
     cca_segment_t *seg = sp->seg;
@@ -727,9 +727,9 @@ static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot
         size_t want = sp->need - mapped, room = sp->room - mapped;
         if (!_cca_vmm_room_held(a)) {
             ctx->host_failed = true;
-            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+            return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
         }
-        long i = x_pick_held(x, want, room);
+        long i = expand_pick_held(x, want, room);
         CUmemGenericAllocationHandle h;
         size_t hs;
         int hpool = pool;
@@ -737,11 +737,11 @@ static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot
             cca_xheld_t hd = _cca_vmm_take_held(a, (size_t)i);
             h = hd.h, hs = hd.size, hpool = hd.pool;
         } else {
-            if (!(hs = x_handle_size(a, pool, want, room, ctx))) return CCA_ERROR_OUT_OF_MEMORY;
+            if (!(hs = expand_handle_size(a, pool, want, room, ctx))) return CCA_ERROR_OUT_OF_MEMORY;
             cca_status_t s = _cca_vmm_create(a, pool, &hs, want, &h, ctx);
             if (s != CCA_OK) return s;
         }
-        cca_status_t s = x_map(a, st, pool, &seg, sp->addr + mapped, h, hs, hpool, ctx);
+        cca_status_t s = expand_map(a, st, pool, &seg, sp->addr + mapped, h, hs, hpool, ctx);
         if ((size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current > a->reserved_high)
             a->reserved_high = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
         if (s != CCA_OK) return s;
@@ -750,13 +750,13 @@ static cca_status_t x_fill(cca_allocator_t *a, cca_stream_t *st, int pool, xspot
     return CCA_OK;
 }
 
-static cca_status_t x_try(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
+static cca_status_t expand_try(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
 {
     xspot_t sp;
-    cca_status_t s = x_spot(a, st, pool, ctx->rounded, &sp, ctx);
-    if (s == CCA_OK) s = x_fill(a, st, pool, &sp, ctx);
+    cca_status_t s = expand_spot(a, st, pool, ctx->rounded, &sp, ctx);
+    if (s == CCA_OK) s = expand_fill(a, st, pool, &sp, ctx);
     if (s != CCA_OK) return s;
-    *out = _cca_find_free(a, st, pool, ctx->rounded);
+    *out = _cca_block_find_free(a, st, pool, ctx->rounded);
     if (!*out) {                                      /* cannot happen: the spot holds it now */
         ctx->device_refused = true;
         return CCA_ERROR_OUT_OF_MEMORY;
@@ -778,60 +778,60 @@ typedef struct xgrow {
     cca_status_t s;
 } xgrow_t;
 
-static bool x_settled(const xgrow_t *g) { return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed; }
+static bool expand_settled(const xgrow_t *g) { return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed; }
 
 /* Map: held handles, then new ones. */
-static bool x_grow_mapping(xgrow_t *g)
+static bool expand_grow_mapping(xgrow_t *g)
 {
-    g->s = x_try(g->a, g->st, g->pool, g->ctx, g->out);
-    return x_settled(g);
+    g->s = expand_try(g->a, g->st, g->pool, g->ctx, g->out);
+    return expand_settled(g);
 }
 
-static bool x_grow_retry(xgrow_t *g)
+static bool expand_grow_retry(xgrow_t *g)
 {
     cca_oom_ctx_t again = *g->ctx;
     again.cap_refused = again.device_refused = false;
-    g->s = x_try(g->a, g->st, g->pool, &again, g->out);
+    g->s = expand_try(g->a, g->st, g->pool, &again, g->out);
     g->ctx->cap_refused |= again.cap_refused;
     g->ctx->device_refused |= again.device_refused;
     g->ctx->host_failed = again.host_failed;
-    return x_settled(g);
+    return expand_settled(g);
 }
 
 /* The device or the cap refused: wait for pending frees, unmap every free
  * handle (strays too) and map again; the one attempt counted as a retry. */
-static bool x_grow_after_unmapping(xgrow_t *g)
+static bool expand_grow_after_unmapping(xgrow_t *g)
 {
     g->a->stats.num_alloc_retries++;
-    _cca_sync_pending(g->a);
+    _cca_events_sync_pending(g->a);
     _cca_vmm_retry_strays(g->a);
-    x_unmap_free(g->a, NULL, NULL);
-    return x_grow_retry(g);
+    expand_unmap_free(g->a, NULL, NULL);
+    return expand_grow_retry(g);
 }
 
 /* Then, if any handle is held, release them all and map once more. */
-static bool x_grow_after_releasing(xgrow_t *g)
+static bool expand_grow_after_releasing(xgrow_t *g)
 {
     if (!g->a->xv->nheld) return false;
     _cca_vmm_release_held(g->a, 0);
-    return x_grow_retry(g);
+    return expand_grow_retry(g);
 }
 
-cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
+cca_status_t _cca_expand_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out)
 {
     dev_guard_t dg;
-    cudaError_t e = _cca_device_enter(a, &dg);
+    cudaError_t e = _cca_segment_device_enter(a, &dg);
     if (e != cudaSuccess) {
-        _cca_clear_error();
-        return _cca_fail_cuda(e, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
+        _cca_errors_clear();
+        return _cca_errors_fail_cuda(e, "cca: cannot make device %d current: %s", a->cfg.device, cudaGetErrorName(e));
     }
     if (a->cfg.release_before_grow &&
         (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current + _cca_vmm_up(a->xv, ctx->rounded) > a->reserved_high &&
-        _cca_trim_plentiful(a))
-        x_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
+        _cca_segment_trim_plentiful(a))
+        expand_unmap_free(a, NULL, st);                    /* reuse what this stream caches before the peak grows */
     xgrow_t g = { a, st, pool, ctx, out, CCA_ERROR_OUT_OF_MEMORY };
-    (void)(x_grow_mapping(&g) || x_grow_after_unmapping(&g) || x_grow_after_releasing(&g));
-    _cca_device_leave(&dg);
+    (void)(expand_grow_mapping(&g) || expand_grow_after_unmapping(&g) || expand_grow_after_releasing(&g));
+    _cca_segment_device_leave(&dg);
     return g.s;
 }
 
@@ -840,7 +840,7 @@ cca_status_t _cca_x_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom
 /* cca_check's part: every segment's mappings cover it exactly and grant
  * read-write access (cuMemGetAccess); *held_pool gets the bytes held
  * unmapped per pool (strays included) for the reserved tally. */
-cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
+cca_status_t _cca_expand_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
 {
     struct cca_xvmm *x = a->xv;
     size_t in_segments = 0, mapped = 0;
@@ -848,28 +848,28 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
     for (cca_segment_t *s = a->segments; s; s = s->next) {
         if (!s->expandable) continue;
         if (s->addr % x->gran || s->size % x->gran)
-            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx is not granularity-aligned",
+            return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx is not granularity-aligned",
                              (unsigned long)s->addr);
         uintptr_t at = s->addr;
         for (size_t i = _cca_vmm_map_index(x, s->addr); i < x->nmaps && at < s->addr + s->size; i++) {
             unsigned long long flags = 0;
             CUresult r = x->maps[i].addr != at || x->maps[i].stray ? CUDA_SUCCESS : _cca_vmm_get_access(x, at, &flags);
             if (r != CUDA_SUCCESS)                        /* the driver did not answer: no verdict on cca */
-                return _cca_fail(CCA_ERROR_CUDA, "cca_check: cuMemGetAccess(%#lx) failed (%d)", (unsigned long)at, (int)r);
+                return _cca_errors_fail(CCA_ERROR_CUDA, "cca_check: cuMemGetAccess(%#lx) failed (%d)", (unsigned long)at, (int)r);
             if (x->maps[i].addr != at || x->maps[i].stray || flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-                return _cca_fail(CCA_ERROR_CORRUPTED,
+                return _cca_errors_fail(CCA_ERROR_CORRUPTED,
                                  "cca_check: expandable segment %#lx: %#lx is not mapped read-write as a whole handle",
                                  (unsigned long)s->addr, (unsigned long)at);
             at += x->maps[i].size;
         }
         if (at != s->addr + s->size)
-            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx: mappings cover %zu of %zu bytes",
+            return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: expandable segment %#lx: mappings cover %zu of %zu bytes",
                              (unsigned long)s->addr, (size_t)(at - s->addr), s->size);
         in_segments += s->size;
     }
     for (size_t i = 0; i < x->nmaps; i++) {
         if (i && x->maps[i - 1].addr + x->maps[i - 1].size > x->maps[i].addr)
-            return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: mappings overlap at %#lx", (unsigned long)x->maps[i].addr);
+            return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: mappings overlap at %#lx", (unsigned long)x->maps[i].addr);
         if (x->maps[i].stray) {
             held_pool[x->maps[i].pool] += (int64_t)x->maps[i].size;
             unmapped += (int64_t)x->maps[i].size;
@@ -878,13 +878,13 @@ cca_status_t _cca_x_check(cca_allocator_t *a, int64_t held_pool[CCA_POOL_COUNT])
         }
     }
     if (mapped != in_segments)
-        return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: %zu bytes mapped, %zu in expandable segments", mapped, in_segments);
+        return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: %zu bytes mapped, %zu in expandable segments", mapped, in_segments);
     for (size_t i = 0; i < x->nheld; i++) {
         held_pool[x->held[i].pool] += (int64_t)x->held[i].size;
         unmapped += (int64_t)x->held[i].size;
     }
     if (unmapped != a->stats.unmapped_bytes.current)
-        return _cca_fail(CCA_ERROR_CORRUPTED, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
+        return _cca_errors_fail(CCA_ERROR_CORRUPTED, "cca_check: unmapped_bytes is %lld, %lld bytes are held unmapped",
                          (long long)a->stats.unmapped_bytes.current, (long long)unmapped);
     return CCA_OK;
 }

@@ -135,23 +135,23 @@ void _cca_history_destroy(cca_allocator_t *a)
 
 cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_record_history: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_record_history: allocator is NULL");
     cca_history_t *h = NULL;
     if (max_entries && !(h = calloc(1, sizeof *h)))
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_history: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_history: out of host memory");
     if (h) {
         h->max = max_entries;
         h->epoch_us = history_clock_us(CLOCK_REALTIME) - history_clock_us(CLOCK_MONOTONIC);
     }
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     if (h && a->history) {                            /* already on: a new bound, the newest entries kept */
         cca_history_t *old = a->history;
         size_t keep = old->n < max_entries ? old->n : max_entries;
         cca_history_entry_t *r = keep ? malloc(keep * sizeof *r) : NULL;
         if (keep && !r) {
-            _cca_unlock_all(a, NULL);
+            _cca_alloc_unlock_all(a, NULL);
             free(h);
-            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_history: out of host memory");
+            return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_record_history: out of host memory");
         }
         size_t skip = old->n - keep;
         for (size_t i = 0; i < keep; i++) r[i] = old->ring[(old->head + skip + i) % old->cap];
@@ -171,7 +171,7 @@ cca_status_t cca_record_history(cca_allocator_t *a, size_t max_entries)
         _cca_history_destroy(a);
         atomic_fetch_and_explicit(&a->hooks, ~CCA_HOOK_HISTORY, memory_order_relaxed);
     }
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }
 
@@ -179,21 +179,21 @@ cca_status_t cca_history_walk_sized(cca_allocator_t *a, cca_history_fn fn, void 
                                     size_t entry_size)
 {
     if (dropped) *dropped = 0;
-    if (!a || !fn) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: %s is NULL", a ? "fn" : "allocator");
+    if (!a || !fn) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: %s is NULL", a ? "fn" : "allocator");
     if (entry_size < CCA_V1_HISTORY)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: entry size %zu is not cca's", entry_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_walk: entry size %zu is not cca's", entry_size);
     cca_history_entry_t *copy;
     size_t n;
     uint64_t lost;
     _cca_lock(&a->lock);                              /* every writer holds it */
     bool ok = _cca_history_copy(a, &copy, &n, &lost);
     _cca_unlock(&a->lock);
-    if (!ok) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
+    if (!ok) return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
     if (dropped) *dropped = lost;
     void *buf = entry_size > sizeof(cca_history_entry_t) ? calloc(1, entry_size) : NULL;
     if (entry_size > sizeof(cca_history_entry_t) && !buf) {
         free(copy);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_history_walk: out of host memory");
     }
     for (size_t i = 0; i < n; i++) {
         const void *e = &copy[i];
@@ -221,8 +221,8 @@ const char *cca_history_action_string(int action)
 
 cca_status_t cca_history_mark_snapshot(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_mark_snapshot: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_history_mark_snapshot: allocator is NULL");
+    _cca_alloc_lock_all(a);
     if (_cca_history_on(a)) {
         cca_stats_t s;
         _cca_counters_view(a, &s);
@@ -231,6 +231,6 @@ cca_status_t cca_history_mark_snapshot(cca_allocator_t *a)
         _cca_history_add(a, CCA_HISTORY_SNAPSHOT, 0, (size_t)s.allocated_bytes[CCA_POOL_ALL].current, NULL, 0, 0);
         _cca_history_context = ctx;
     }
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return CCA_OK;
 }

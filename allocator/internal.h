@@ -4,10 +4,13 @@
  * sees), core.h (the allocator as a whole, all locked), counters.h (the
  * counters unit), streams.h (address maps, streams,
  * events), blocks.h (blocks, bins, parking, transitions' deltas), vmm.h
- * (the virtual-memory layer under expandable segments). Prefix: cca_
- * public, _cca_ internal (the file that defines a function names it:
- * _cca_bins_*, _cca_ptrmap_*, _cca_ctr_* / _cca_counters_*, _cca_vmm_*,
- * _cca_x_* for expand.c, ...).
+ * (the virtual-memory layer under expandable segments). One prefix
+ * scheme: cca_ public; _cca_FILE_ for a function FILE.c defines
+ * (_cca_alloc_lock_all, _cca_bins_best_fit, _cca_errors_fail,
+ * _cca_expand_grow, ...) or that a header keeps inline beside it for the
+ * hot path (_cca_park_unpark, _cca_ptrmap_find); FILE_ for its statics.
+ * The exceptions are the shared data helpers of types.h and blocks.h
+ * (_cca_stat_*, the transitions' _cca_*_delta) and lock.h's _cca_lock*.
  */
 #ifndef CCA_INTERNAL_H
 #define CCA_INTERNAL_H

@@ -10,10 +10,10 @@
 static bool oomfig_device_info(cca_allocator_t *a, size_t *free_b, size_t *total)
 {
     dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    cudaError_t e = _cca_segment_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaMemGetInfo(free_b, total);
-    _cca_device_leave(&g);
-    if (e != cudaSuccess) _cca_clear_error();
+    _cca_segment_device_leave(&g);
+    if (e != cudaSuccess) _cca_errors_clear();
     return e == cudaSuccess;
 }
 
@@ -129,7 +129,7 @@ static size_t oomfig_largest_size_rounding_to(const cca_config_t *cfg, size_t r)
     size_t lo = 0, hi = r;                            /* round(lo) <= r holds for lo = 0 */
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2;
-        if (_cca_round_size(cfg, mid) <= r) lo = mid;
+        if (_cca_config_round_size(cfg, mid) <= r) lo = mid;
         else hi = mid - 1;
     }
     return lo;
@@ -140,10 +140,10 @@ static size_t oomfig_largest_size_rounding_to(const cca_config_t *cfg, size_t r)
  * sizes from lo on succeed is found by bisection; lo - 1 if lo fails. */
 static size_t oomfig_x_prefix(const cca_allocator_t *a, const cca_xfit_t *f, size_t lo, size_t hi)
 {
-    if (!_cca_x_fit(f, _cca_round_size(&a->cfg, lo))) return lo - 1;
+    if (!_cca_expand_fit(f, _cca_config_round_size(&a->cfg, lo))) return lo - 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2;
-        if (_cca_x_fit(f, _cca_round_size(&a->cfg, mid))) lo = mid;
+        if (_cca_expand_fit(f, _cca_config_round_size(&a->cfg, mid))) lo = mid;
         else hi = mid - 1;
     }
     return lo;
@@ -153,16 +153,16 @@ static size_t oomfig_x_prefix(const cca_allocator_t *a, const cca_xfit_t *f, siz
  * pool's prefix (dev_free: the device's free memory now). */
 static size_t oomfig_x_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t dev_free)
 {
-    cca_xfit_t *f = _cca_x_fit_new(a, st, dev_free);
+    cca_xfit_t *f = _cca_expand_fit_new(a, st, dev_free);
     if (!f) return 0;                                 /* no host memory: claim nothing */
     size_t small_top = oomfig_largest_size_rounding_to(&a->cfg, CCA_SMALL_SIZE);
     size_t l = small_top ? oomfig_x_prefix(a, f, 1, small_top) : 0;
     if (l == small_top) l = oomfig_x_prefix(a, f, small_top + 1, CCA_MAX_REQUEST);
-    _cca_x_fit_free(f);
+    _cca_expand_fit_free(f);
     return l;
 }
 
-size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
+size_t _cca_oomfig_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
 {
     fitset_t f = { 0 };
     oomfig_success_spans(a, st, avail, &f);
@@ -173,7 +173,7 @@ size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
     if (f.n) qsort(f.v, f.n, sizeof *f.v, oomfig_by_lo);
     size_t s = 1;                                     /* the smallest size not yet known to succeed */
     for (;;) {
-        size_t r = _cca_round_size(&a->cfg, s), end = 0;
+        size_t r = _cca_config_round_size(&a->cfg, s), end = 0;
         bool in = false;
         for (size_t i = 0; i < f.n; i++) {           /* the spans that run on from r, by start */
             if (!in) {
@@ -194,7 +194,7 @@ size_t _cca_largest_fit(cca_allocator_t *a, cca_stream_t *st, size_t avail)
 }
 
 /* The largest free block of any stream and pool. */
-size_t _cca_largest_free(const cca_allocator_t *a)
+size_t _cca_oomfig_largest_free(const cca_allocator_t *a)
 {
     size_t largest = 0;
     for (const cca_stream_t *st = a->streams; st; st = st->next)
@@ -217,13 +217,13 @@ static size_t oomfig_unused_bytes(const cca_allocator_t *a)
 /* Free cached bytes (reserved - active: every byte not allocated or pending
  * is free) and the largest free block, as the request found them, before
  * anything is released: O(streams), no walk. */
-void _cca_capture_cache_figures(cca_allocator_t *a, cca_oom_ctx_t *ctx)
+void _cca_oomfig_capture_cache(cca_allocator_t *a, cca_oom_ctx_t *ctx)
 {
     const cca_stats_t *s = &a->stats;
     ctx->reserved_before = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
     ctx->allocated_before = (size_t)s->allocated_bytes[CCA_POOL_ALL].current;
     ctx->free_cached_before = ctx->reserved_before - (size_t)s->active_bytes[CCA_POOL_ALL].current;
-    ctx->largest_free_before = _cca_largest_free(a);
+    ctx->largest_free_before = _cca_oomfig_largest_free(a);
     ctx->captured = true;
 }
 
@@ -323,7 +323,7 @@ static void oomfig_stranded(const cca_allocator_t *a, const cca_stream_t *st, cc
     free(recs);
 }
 
-void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
+void _cca_oomfig_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_t *r)
 {
     const cca_stats_t *s = &a->stats;
     *r = (cca_oom_report_t){ 0 };
@@ -338,14 +338,14 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
     for (cca_stream_t *t = a->streams; t; t = t->next)
         if (t->key == key) st = t;
     if (a->xv && ctx->rounded <= CCA_MAX_REQUEST)     /* expandable: what the growth maps at its spot now */
-        r->segment_size = _cca_x_need(a, st, ctx->pool, ctx->rounded);
+        r->segment_size = _cca_expand_need(a, st, ctx->pool, ctx->rounded);
     bool info = oomfig_device_info(a, &r->device_free, &r->device_total);
     if (!info) r->device_total = a->device_total;
     r->cap = a->cap == SIZE_MAX ? 0 : a->cap;
     r->reserved = (size_t)s->reserved_bytes[CCA_POOL_ALL].current;
     r->allocated = (size_t)s->allocated_bytes[CCA_POOL_ALL].current;
     r->free_cached = r->reserved - (size_t)s->active_bytes[CCA_POOL_ALL].current;
-    r->largest_free = _cca_largest_free(a);
+    r->largest_free = _cca_oomfig_largest_free(a);
     r->reserved_before = ctx->reserved_before;
     r->allocated_before = ctx->allocated_before;
     r->free_cached_before = ctx->free_cached_before;
@@ -361,7 +361,7 @@ void _cca_oom_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_report_
         size_t room = r->cap > kept ? r->cap - kept : 0;
         if (room < avail) avail = room;
     }
-    r->largest_fit = a->xv ? oomfig_x_largest_fit(a, st, r->device_free) : _cca_largest_fit(a, st, avail);
+    r->largest_fit = a->xv ? oomfig_x_largest_fit(a, st, r->device_free) : _cca_oomfig_largest_fit(a, st, avail);
     oomfig_pages(a, r);
     oomfig_stranded(a, st, r);
     oomfig_holders(a, r);

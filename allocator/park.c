@@ -9,7 +9,7 @@
  * the leases then). If best fit would serve the next request of its stream
  * and pool from the merged block, the request is carved out of it in place
  * (the same size: the block as it is, its figures - while still deferred
- * - moved by requested bytes and the split change undone, _cca_ctr_retake;
+ * - moved by requested bytes and the split change undone, _cca_counters_retake;
  * another size: one change of bins instead of a merge and a split, the
  * deferred figures and the take's in one step). Anything else (another
  * block fits better, another free in the pool, an event of the stream
@@ -25,7 +25,7 @@
  * take checks all its figures against the leases, so the other pool's
  * parked block is "vacated" first (its deferred figures applied, the block
  * still parked); and every place that reads the figures to set a peak or
- * report them (the all-locked path, _cca_ctr_admit_slow raising peaks)
+ * report them (the all-locked path, _cca_counters_admit_slow raising peaks)
  * vacates or frees the parked blocks first. Every observable figure and
  * address is PyTorch's; the equivalence tests compare against runs where
  * every call is all locked. The rules are best fit's own (_cca_fit_ok,
@@ -51,7 +51,7 @@ bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
     d.pos = 0;
     for (int k = 0; k < CCA_NSHARD; k++) d.v[k] = 0;
     _cca_merge_part(&d, b);
-    if (!_cca_ctr_apply(a, st, pool, &d)) return false;
+    if (!_cca_counters_apply(a, st, pool, &d)) return false;
     b->state = CCA_BLOCK_PARKED;                      /* requested kept: its figures still count it */
     b->vacated = false;
     b->parked_split[0] = d.v[CCA_K_inactive_split];
@@ -61,24 +61,24 @@ bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
     return true;
 }
 
-void _cca_vacate_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
+void _cca_park_vacate_block(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
     cca_block_t *b = st->parked[pool];
     cca_delta_t d;
     _cca_vacate_delta(&d, a, b);
-    _cca_ctr_apply(a, st, pool, &d);                  /* only falls: cannot fail */
+    _cca_counters_apply(a, st, pool, &d);                  /* only falls: cannot fail */
     b->vacated = true;
 }
 
 /* Frees the parked block for real: the figures it deferred (they only
  * fall, so this cannot fail) and the merge. */
-void _cca_flush_parked_block(cca_allocator_t *a, cca_stream_t *st, int pool)
+void _cca_park_flush_block(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    _cca_vacate_parked(a, st, pool);
+    _cca_park_vacate(a, st, pool);
     cca_block_t *b = st->parked[pool];
     st->parked[pool] = NULL;
     _cca_ptrmap_take(&st->live, b->addr);
-    _cca_insert_free(b);                              /* gc_base: when it was parked */
+    _cca_block_insert_free(b);                              /* gc_base: when it was parked */
 }
 
 static inline bool park_key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t a2)
@@ -89,9 +89,9 @@ static inline bool park_key_before(size_t s1, uintptr_t a1, size_t s2, uintptr_t
 /* A request of `size` bytes in st's pool served from the parked block, if
  * best fit on the merged state would choose the merged block: carved out
  * of it as a split would, in one step. NULL otherwise (the caller flushes
- * it and searches). The inline _cca_unpark (blocks.h) answers the same
+ * it and searches). The inline _cca_park_unpark (blocks.h) answers the same
  * size back with nothing else free before calling this. */
-cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
+cca_block_t *_cca_park_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested)
 {
     cca_block_t *b = st->parked[pool];
     cca_block_t *n = b->next;
@@ -106,18 +106,18 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
     }
     bool split = _cca_split_rule(a, pool, msize, size);
     bool same = split == nf && size == b->size;       /* b handed out as it is */
-    if (split && !nf && !same && !_cca_spare_reserve(st)) return NULL;
+    if (split && !nf && !same && !_cca_block_spare_reserve(st)) return NULL;
     if (!same || b->vacated ||
-        !_cca_ctr_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
+        !_cca_counters_retake(a, st, pool, size, requested, b->requested, b->parked_split[0], b->parked_split[1])) {
         bool msplit = (b->prev || (nf ? n->next : n)) && !b->seg->expandable;  /* the merged block lies in a split segment */
         cca_delta_t d, v;
         _cca_take_delta_of(&d, a, pool, msize, msplit, size, requested);
         if (b->vacated) {
-            if (!_cca_ctr_apply(a, st, pool, &d)) return NULL;
+            if (!_cca_counters_apply(a, st, pool, &d)) return NULL;
         } else {                                      /* its deferred figures and the take's, in one step */
             _cca_vacate_delta(&v, a, b);
             b->vacated = true;                        /* counted in the step: not vacated again meanwhile */
-            if (!_cca_ctr_apply2(a, st, pool, &v, &d)) return NULL;   /* ... its fall stays applied */
+            if (!_cca_counters_apply2(a, st, pool, &v, &d)) return NULL;   /* ... its fall stays applied */
         }
     }
     if (split && nf) {                                /* n becomes the rest (as it is, for the same size) */
@@ -146,7 +146,7 @@ cca_block_t *_cca_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, s
         _cca_block_recycle(st, n);
     }
     b->size = split ? size : msize;
-    _cca_unparked(a, st, pool, b, requested);
+    _cca_park_unparked(a, st, pool, b, requested);
     return b;
 }
 

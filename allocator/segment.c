@@ -9,7 +9,7 @@
 
 /* ---- device calls on the allocator's device ---------------------------- */
 
-cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
+cudaError_t _cca_segment_device_enter(cca_allocator_t *a, dev_guard_t *g)
 {
     int cur = -1;
     g->switched = false;
@@ -22,11 +22,11 @@ cudaError_t _cca_device_enter(cca_allocator_t *a, dev_guard_t *g)
 
 /* The caller's current device is the caller's: a failed restore is tried
  * again (a transient failure must not leave it on ours). */
-void _cca_device_leave(dev_guard_t *g)
+void _cca_segment_device_leave(dev_guard_t *g)
 {
     for (int tries = 0; g->switched && tries < 3; tries++) {
         if (cudaSetDevice(g->prev) == cudaSuccess) return;
-        _cca_clear_error();
+        _cca_errors_clear();
     }
 }
 
@@ -59,7 +59,7 @@ void _cca_segment_recycle(cca_allocator_t *a, cca_segment_t *seg)
     a->spare_segs = seg;
 }
 
-void _cca_segments_destroy(cca_allocator_t *a)
+void _cca_segment_destroy_all(cca_allocator_t *a)
 {
     for (cca_segment_t *s = a->spare_segs, *n; s; s = n) { n = s->next; free(s); }
     a->spare_segs = NULL;
@@ -70,23 +70,23 @@ void _cca_segments_destroy(cca_allocator_t *a)
 static cca_status_t segment_device_alloc(cca_allocator_t *a, size_t size, cca_oom_ctx_t *ctx, void **p)
 {
     dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    cudaError_t e = _cca_segment_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaMalloc(p, size);
     bool mapped = e == cudaSuccess && _cca_segmap_reserve(a, (uintptr_t)*p, size);
-    if (e == cudaSuccess && !mapped && cudaFree(*p) != cudaSuccess) _cca_clear_error();
-    _cca_device_leave(&g);
+    if (e == cudaSuccess && !mapped && cudaFree(*p) != cudaSuccess) _cca_errors_clear();
+    _cca_segment_device_leave(&g);
     if (mapped)
         return CCA_OK;
     if (e == cudaSuccess) {                           /* the address map's host memory ran out */
         ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for the address map ran out");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for the address map ran out");
     }
-    _cca_clear_error();
+    _cca_errors_clear();
     if (e == cudaErrorMemoryAllocation) {
         ctx->device_refused = true;
         return CCA_ERROR_OUT_OF_MEMORY;
     }
-    return _cca_fail_cuda(e, "cca: cudaMalloc(%zu) on device %d failed: %s",
+    return _cca_errors_fail_cuda(e, "cca: cudaMalloc(%zu) on device %d failed: %s",
                      size, a->cfg.device, cudaGetErrorName(e));
 }
 
@@ -144,7 +144,7 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
         if (b) { free(b); a->host_bytes -= (int64_t)sizeof *b; }
         if (!seg || !b) {
             ctx->host_failed = true;
-            return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
+            return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for segment metadata ran out");
         }
         return r;
     }
@@ -154,16 +154,16 @@ static cca_status_t segment_alloc_segment(cca_allocator_t *a, cca_stream_t *st, 
 }
 
 /* Returns a segment whose only block is free to the device. */
-bool _cca_release_segment(cca_allocator_t *a, cca_segment_t *seg)
+bool _cca_segment_release(cca_allocator_t *a, cca_segment_t *seg)
 {
-    if (seg->expandable) return _cca_x_release_segment(a, seg);
+    if (seg->expandable) return _cca_expand_release_segment(a, seg);
     cca_block_t *b = seg->first;
     dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    cudaError_t e = _cca_segment_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaFree((void *)seg->addr);
-    _cca_device_leave(&g);
+    _cca_segment_device_leave(&g);
     if (e != cudaSuccess) {            /* keep it cached; the state stays consistent */
-        _cca_clear_error();
+        _cca_errors_clear();
         return false;
     }
     _cca_segmap_remove(a, seg);
@@ -204,14 +204,14 @@ static int segment_release_order(const void *x, const void *y)
  * block sets), so that the device calls and the history come in the same
  * order. With expandable segments every free handle goes first, both
  * pools at once (PyTorch unmaps the large pool's, then the small's). */
-void _cca_release_cached(cca_allocator_t *a)
+void _cca_segment_release_cached(cca_allocator_t *a)
 {
-    _cca_sync_pending(a);
+    _cca_events_sync_pending(a);
     if (a->xv) {                                      /* every handle inside a free block, as PyTorch */
         dev_guard_t g;
-        if (_cca_device_enter(a, &g) != cudaSuccess) _cca_clear_error();
-        _cca_x_release_cached(a);
-        _cca_device_leave(&g);
+        if (_cca_segment_device_enter(a, &g) != cudaSuccess) _cca_errors_clear();
+        _cca_expand_release_cached(a);
+        _cca_segment_device_leave(&g);
     }
     size_t n = 0;
     for (cca_segment_t *s = a->segments; s; s = s->next) n += !s->expandable && segment_unused(s);
@@ -221,15 +221,15 @@ void _cca_release_cached(cca_allocator_t *a)
         for (cca_segment_t *s = a->segments; s; s = s->next)
             if (!s->expandable && segment_unused(s)) order[k++] = s;
         qsort(order, n, sizeof *order, segment_release_order);
-        for (size_t i = 0; i < n; i++) _cca_release_segment(a, order[i]);
+        for (size_t i = 0; i < n; i++) _cca_segment_release(a, order[i]);
         free(order);
     } else {                                          /* one segment, or no memory for the order */
         for (cca_segment_t *s = a->segments, *next; s; s = next) {
             next = s->next;
-            if (!s->expandable && segment_unused(s)) _cca_release_segment(a, s);
+            if (!s->expandable && segment_unused(s)) _cca_segment_release(a, s);
         }
     }
-    _cca_reap_pending(a);                             /* records left holding nothing */
+    _cca_alloc_reap_pending(a);                             /* records left holding nothing */
 }
 
 /* With max_split_size set: free oversize cached blocks of this stream, the
@@ -240,13 +240,13 @@ static bool segment_release_available(cca_allocator_t *a, cca_stream_t *st, int 
     if (msz == SIZE_MAX || pool != CCA_POOL_LARGE) return false;
     size_t key = size < msz ? msz : size;
     cca_block_t *b = _cca_bins_best_fit(st->free[pool], key);
-    if (b) return _cca_release_segment(a, b->seg);
+    if (b) return _cca_segment_release(a, b->seg);
     size_t released = 0;
     while (released < key) {
         b = _cca_bins_largest(st->free[pool]);
         if (!b || b->size < msz) break;
         size_t sz = b->size;
-        if (!_cca_release_segment(a, b->seg)) break;
+        if (!_cca_segment_release(a, b->seg)) break;
         released += sz;
     }
     return released >= key;
@@ -277,7 +277,7 @@ static void segment_garbage_collect(cca_allocator_t *a)
             uint64_t age = now - s->first->gc_base;
             if ((double)age < avg) continue;
             size_t sz = s->size;
-            if (!_cca_release_segment(a, s)) continue;
+            if (!_cca_segment_release(a, s)) continue;
             freed = true;
             reclaimed += sz;
             total_age -= age;
@@ -317,17 +317,17 @@ static cca_segment_t *segment_unused_for(cca_allocator_t *a, const cca_stream_t 
  * memory (or the cap's room, if less) at least CCA_TRIM_PLENTY times what
  * cca holds, on cca's device. (Locked; a failed query counts as not
  * plentiful.) */
-bool _cca_trim_plentiful(cca_allocator_t *a)
+bool _cca_segment_trim_plentiful(cca_allocator_t *a)
 {
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
     size_t dev_free = 0, dev_total = 0;
     dev_guard_t g;
-    cudaError_t e = _cca_device_enter(a, &g);
+    cudaError_t e = _cca_segment_device_enter(a, &g);
     if (e == cudaSuccess) e = cudaMemGetInfo(&dev_free, &dev_total);
-    _cca_device_leave(&g);
+    _cca_segment_device_leave(&g);
     if (e != cudaSuccess) {
-        _cca_clear_error();
+        _cca_errors_clear();
         return false;
     }
     size_t avail = dev_free < cap_room ? dev_free : cap_room;
@@ -343,7 +343,7 @@ bool _cca_trim_plentiful(cca_allocator_t *a)
  *   in its next step, and without expandable segments moving memory
  *   between streams costs a cudaFree and a cudaMalloc each time (thrash);
  *   the OOM path still releases every stream's.
- * - Only while memory is plentiful (_cca_trim_plentiful): trimming is for
+ * - Only while memory is plentiful (_cca_segment_trim_plentiful): trimming is for
  *   a process that holds a small share of the device (what others sharing
  *   it, and nvidia-smi, see). Once cca holds more, the smallest device a
  *   program fits on is decided by the OOM path (release everything, retry),
@@ -360,7 +360,7 @@ static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st,
     size_t reserved = (size_t)a->stats.reserved_bytes[CCA_POOL_ALL].current;
     if (reserved + need <= a->reserved_high) return;
     size_t excess = reserved + need - a->reserved_high, released = 0, unused = segment_unused_bytes(a);
-    if (unused < excess || !_cca_trim_plentiful(a)) return;
+    if (unused < excess || !_cca_segment_trim_plentiful(a)) return;
     cca_segment_t *s;
     size_t own = 0, seen = 0;
     for (s = a->segments; s && seen < unused; s = s->next)
@@ -371,7 +371,7 @@ static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st,
     if (own < excess) return;                         /* the peak rises anyway: keep them */
     while (released < excess && unused && (s = segment_unused_for(a, st, unused, excess - released))) {
         size_t sz = s->size;
-        if (!_cca_release_segment(a, s)) break;
+        if (!_cca_segment_release(a, s)) break;
         released += sz;
         unused -= sz;
     }
@@ -436,62 +436,62 @@ typedef struct grow {
 } grow_t;
 
 /* A segment of `size` bytes (c: where the reasons of a refusal go). */
-static bool grow_alloc(grow_t *g, size_t size, cca_oom_ctx_t *c, bool retry)
+static bool segment_grow_alloc(grow_t *g, size_t size, cca_oom_ctx_t *c, bool retry)
 {
     g->s = segment_alloc_segment(g->a, g->st, g->pool, size, c, retry, g->out);
     g->ctx->host_failed = c->host_failed;
     return g->s != CCA_ERROR_OUT_OF_MEMORY || g->ctx->host_failed;
 }
 
-static size_t grow_size(const grow_t *g, cca_rung_t rung) { return _cca_segment_size(g->a, g->pool, g->ctx->rounded, rung); }
+static size_t segment_grow_size(const grow_t *g, cca_rung_t rung) { return _cca_segment_size(g->a, g->pool, g->ctx->rounded, rung); }
 
 /* A policy's bigger segment: the report names the standard one. */
-static bool grow_grown(grow_t *g)
+static bool segment_grow_grown(grow_t *g)
 {
     if (g->grown <= g->standard) return false;
     cca_oom_ctx_t trial = *g->ctx;
-    return grow_alloc(g, g->grown, &trial, false);
+    return segment_grow_alloc(g, g->grown, &trial, false);
 }
 
 /* The standard segment. */
-static bool grow_new(grow_t *g) { return grow_alloc(g, grow_size(g, CCA_RUNG_NEW), g->ctx, false); }
+static bool segment_grow_new(grow_t *g) { return segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_NEW), g->ctx, false); }
 
 /* max_split_size: after releasing the oversize cached blocks that would help. */
-static bool grow_release_fitting(grow_t *g)
+static bool segment_grow_release_fitting(grow_t *g)
 {
     return segment_release_available(g->a, g->st, g->pool, g->ctx->rounded) &&
-           grow_alloc(g, grow_size(g, CCA_RUNG_RELEASE_FITTING), g->ctx, false);
+           segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_RELEASE_FITTING), g->ctx, false);
 }
 
 /* After releasing every unused cached segment: the one rung counted as a retry. */
-static bool grow_release_all(grow_t *g)
+static bool segment_grow_release_all(grow_t *g)
 {
-    _cca_release_cached(g->a);
-    return grow_alloc(g, grow_size(g, CCA_RUNG_RELEASE_ALL), g->ctx, true);
+    _cca_segment_release_cached(g->a);
+    return segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_RELEASE_ALL), g->ctx, true);
 }
 
 /* The policies' last resort: the smallest segment that holds it, which
  * the report then names. */
-static bool grow_least(grow_t *g)
+static bool segment_grow_least(grow_t *g)
 {
-    size_t size = grow_size(g, CCA_RUNG_LEAST);
+    size_t size = segment_grow_size(g, CCA_RUNG_LEAST);
     if (!g->policies || size >= g->standard) return false;
     g->ctx->alloc_size = size;
-    return grow_alloc(g, size, g->ctx, false);
+    return segment_grow_alloc(g, size, g->ctx, false);
 }
 
 /* Gets a segment for the request (ctx->rounded, ctx->alloc_size: the
  * standard size), climbing the ladder; the OOM status of the last rung if
  * none gives one. */
-cca_status_t _cca_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
+cca_status_t _cca_segment_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
                        cca_block_t **out)
 {
-    _cca_capture_cache_figures(a, ctx);              /* before anything is released */
+    _cca_oomfig_capture_cache(a, ctx);              /* before anything is released */
     if (a->gc_enabled) segment_garbage_collect(a);
-    if (a->xv) return _cca_x_grow(a, st, pool, ctx, out);
+    if (a->xv) return _cca_expand_grow(a, st, pool, ctx, out);
     grow_t g = { a, st, pool, ctx, out, ctx->alloc_size, _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN),
                  a->cfg.release_before_grow || a->cfg.segment_growth_percent, CCA_ERROR_OUT_OF_MEMORY };
     if (a->cfg.release_before_grow) segment_release_for_peak(a, st, g.grown);
-    (void)(grow_grown(&g) || grow_new(&g) || grow_release_fitting(&g) || grow_release_all(&g) || grow_least(&g));
+    (void)(segment_grow_grown(&g) || segment_grow_new(&g) || segment_grow_release_fitting(&g) || segment_grow_release_all(&g) || segment_grow_least(&g));
     return g.s;
 }

@@ -27,10 +27,10 @@ static uint64_t stream_per_thread_key(int device)
     if (e == cudaSuccess) e = cudaStreamGetId(cudaStreamPerThread, &id);
     for (int tries = 0; switched && tries < 3; tries++) {   /* the caller's device is the caller's */
         if (cudaSetDevice(cur) == cudaSuccess) break;
-        _cca_clear_error();
+        _cca_errors_clear();
     }
     if (e != cudaSuccess) {
-        _cca_clear_error();
+        _cca_errors_clear();
         return 0;                           /* caller reports the failure */
     }
     uint64_t key = ((uint64_t)id << 2) | PTS_TAG;
@@ -48,7 +48,7 @@ uint64_t _cca_stream_key_special(int device, cudaStream_t s)
 
 bool _cca_stream_is_per_thread_key(uint64_t key) { return (key & 3u) == PTS_TAG; }
 
-uint64_t _cca_current_per_thread_key(int device) { return stream_per_thread_key(device); }
+uint64_t _cca_stream_current_per_thread_key(int device) { return stream_per_thread_key(device); }
 
 _Thread_local cca_thread_streams_t _cca_thread_streams;
 
@@ -201,7 +201,7 @@ static bool stream_holds_segment(const cca_allocator_t *a, const cca_stream_t *s
     return false;
 }
 
-void _cca_streams_reap(cca_allocator_t *a)
+void _cca_stream_reap_all(cca_allocator_t *a)
 {
     atomic_store_explicit(&a->dead_pending, false, memory_order_relaxed);
     a->unseen = true;                                 /* segments may go back: the watches see the figures */
@@ -216,14 +216,14 @@ void _cca_streams_reap(cca_allocator_t *a)
     }
     if (fresh && holding) {                           /* work queued on it may still use its blocks */
         dev_guard_t g;
-        if (_cca_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_clear_error();
-        _cca_device_leave(&g);
+        if (_cca_segment_device_enter(a, &g) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) _cca_errors_clear();
+        _cca_segment_device_leave(&g);
         a->stats.num_sync_all_streams++;
-        _cca_process_events(a);
+        _cca_events_process(a);
     }
     for (cca_segment_t *s = a->segments, *next; s; s = next) {
         next = s->next;
-        if (s->stream->dead && s->first->state == CCA_BLOCK_FREE && !s->first->next) _cca_release_segment(a, s);
+        if (s->stream->dead && s->first->state == CCA_BLOCK_FREE && !s->first->next) _cca_segment_release(a, s);
     }
     for (cca_stream_t *st = a->streams, *prev = NULL, *next; st; st = next) {
         next = st->next;
@@ -312,7 +312,7 @@ static bool stream_register_exit(cca_allocator_t *a, cca_stream_t *st)
     return true;
 }
 
-bool _cca_registry_add(cca_allocator_t *a)
+bool _cca_stream_registry_add(cca_allocator_t *a)
 {
     pthread_mutex_lock(&registry_lock);
     a->reg_next = registry;
@@ -321,7 +321,7 @@ bool _cca_registry_add(cca_allocator_t *a)
     return true;
 }
 
-void _cca_registry_remove(cca_allocator_t *a)
+void _cca_stream_registry_remove(cca_allocator_t *a)
 {
     pthread_mutex_lock(&registry_lock);
     for (cca_allocator_t **r = &registry; *r; r = &(*r)->reg_next)

@@ -71,14 +71,14 @@ cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
 /* stream.c: stream identity and per-stream state. */
 uint64_t      _cca_stream_key_special(int device, cudaStream_t s);   /* s is cudaStreamPerThread */
 bool          _cca_stream_is_per_thread_key(uint64_t key);
-uint64_t      _cca_current_per_thread_key(int device);
+uint64_t      _cca_stream_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
-void          _cca_streams_reap(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
-void          _cca_reap_pending(cca_allocator_t *a);            /* all locked: _cca_streams_reap if a stream is dying (alloc.c) */
-bool          _cca_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
-void          _cca_registry_remove(cca_allocator_t *a);
+void          _cca_stream_reap_all(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
+void          _cca_alloc_reap_pending(cca_allocator_t *a);            /* all locked: _cca_stream_reap_all if a stream is dying (alloc.c) */
+bool          _cca_stream_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
+void          _cca_stream_registry_remove(cca_allocator_t *a);
 
 /* Per thread, the streams it used last (a few, of any allocators). */
 #define CCA_STREAM_CACHE 4
@@ -126,11 +126,11 @@ static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_
 }
 
 /* events.c: frees that wait for other streams (all locked). */
-void         _cca_process_events(cca_allocator_t *a);
-bool         _cca_process_stream_events(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
-size_t       _cca_pending_total(const cca_allocator_t *a);
-void         _cca_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
-void         _cca_free_with_uses(cca_allocator_t *a, cca_block_t *b);
+void         _cca_events_process(cca_allocator_t *a);
+bool         _cca_events_process_stream(cca_allocator_t *a, cca_stream_t *st);   /* st locked, hot path */
+size_t       _cca_events_pending_total(const cca_allocator_t *a);
+void         _cca_events_sync_pending(cca_allocator_t *a);    /* waits for every pending free */
+void         _cca_events_free_with_uses(cca_allocator_t *a, cca_block_t *b);
 void         _cca_events_destroy(cca_allocator_t *a);
 void         _cca_events_release(cca_allocator_t *a, cca_stream_t *st);
 

@@ -24,9 +24,9 @@ static bool tags_valid(const char *name, size_t *len)
 cca_status_t cca_tag_id(const char *name, uint32_t *id)
 {
     size_t len;
-    if (!name || !id) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_tag_id: %s is NULL", name ? "id" : "name");
+    if (!name || !id) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_tag_id: %s is NULL", name ? "id" : "name");
     if (!tags_valid(name, &len))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_tag_id: a tag is 1 to 255 bytes without control characters");
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_tag_id: a tag is 1 to 255 bytes without control characters");
     pthread_mutex_lock(&tags_mu);
     uint32_t n = atomic_load_explicit(&tags_count, memory_order_relaxed);
     for (uint32_t i = 1; i < n; i++)
@@ -38,7 +38,7 @@ cca_status_t cca_tag_id(const char *name, uint32_t *id)
     char *copy = n < CCA_TAG_MAX ? malloc(len + 1) : NULL;
     if (!copy) {
         pthread_mutex_unlock(&tags_mu);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, n < CCA_TAG_MAX ? "cca_tag_id: out of host memory"
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, n < CCA_TAG_MAX ? "cca_tag_id: out of host memory"
                                                                    : "cca_tag_id: %d tag names exist already",
                          CCA_TAG_MAX - 1);
     }

@@ -62,7 +62,7 @@ static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static struct { char asked[CCA_TRACE_PATH_MAX]; int device; } trace_used[TRACE_USED];
 static size_t trace_n_used;
 
-static int64_t trace_now_us(void)
+static int64_t tracefile_now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -70,7 +70,7 @@ static int64_t trace_now_us(void)
 }
 
 /* Writes the buffer out (tf->mu held); a failed write counts its rows lost. */
-static void trace_drain(cca_tracefile_t *tf)
+static void tracefile_drain(cca_tracefile_t *tf)
 {
     size_t off = 0;
     while (off < tf->n && tf->fd >= 0 && !trace_forked) {
@@ -89,13 +89,13 @@ static void trace_drain(cca_tracefile_t *tf)
     tf->head_len = 0;
 }
 
-static void trace_at_exit(void)
+static void tracefile_at_exit(void)
 {
     pthread_mutex_lock(&trace_reg);
     trace_exiting = true;
     for (cca_tracefile_t *tf = trace_open; tf; tf = tf->next) {
         pthread_mutex_lock(&tf->mu);
-        trace_drain(tf);
+        tracefile_drain(tf);
         pthread_mutex_unlock(&tf->mu);
     }
     pthread_mutex_unlock(&trace_reg);
@@ -103,30 +103,30 @@ static void trace_at_exit(void)
 
 /* In a forked child the parent's files are not ours: nothing more is
  * written (the locks are reinitialised: a parent's thread may have held them). */
-static void trace_in_child(void)
+static void tracefile_in_child(void)
 {
     trace_forked = true;
     pthread_mutex_init(&trace_reg, NULL);
     for (cca_tracefile_t *tf = trace_open; tf; tf = tf->next) pthread_mutex_init(&tf->mu, NULL);
 }
 
-static void trace_init_once(void)
+static void tracefile_init_once(void)
 {
-    atexit(trace_at_exit);
-    pthread_atfork(NULL, NULL, trace_in_child);
+    atexit(tracefile_at_exit);
+    pthread_atfork(NULL, NULL, tracefile_in_child);
 }
 
-static void trace_append(cca_tracefile_t *tf, const char *text, size_t len)
+static void tracefile_append(cca_tracefile_t *tf, const char *text, size_t len)
 {
-    if (tf->n + len > TRACE_BUF) trace_drain(tf);
+    if (tf->n + len > TRACE_BUF) tracefile_drain(tf);
     memcpy(tf->buf + tf->n, text, len);
     tf->n += len;
-    if (trace_exiting) trace_drain(tf);               /* no exit flush will come any more */
+    if (trace_exiting) tracefile_drain(tf);               /* no exit flush will come any more */
 }
 
 /* The Stream column: 0 for the legacy default stream, else 1, 2, ... in
  * the order streams first appear. -1 when host memory ran out. */
-static long trace_stream(cca_tracefile_t *tf, const cca_stream_t *st)
+static long tracefile_stream(cca_tracefile_t *tf, const cca_stream_t *st)
 {
     if (!st->handle || st->handle == cudaStreamLegacy) return 0;
     for (size_t i = 0; i < tf->n_streams; i++)
@@ -143,7 +143,7 @@ static long trace_stream(cca_tracefile_t *tf, const cca_stream_t *st)
 }
 
 /* The Thread column: 0, 1, ... in the order threads first appear. */
-static long trace_thread(cca_tracefile_t *tf)
+static long tracefile_thread(cca_tracefile_t *tf)
 {
     pthread_t me = pthread_self();
     for (size_t i = 0; i < tf->n_threads; i++)
@@ -160,7 +160,7 @@ static long trace_thread(cca_tracefile_t *tf)
 }
 
 /* Decimal, at least `width` digits (zero-padded); hexadecimal, lower case. */
-static char *trace_put_fixed(char *o, uint64_t v, int width)
+static char *tracefile_put_fixed(char *o, uint64_t v, int width)
 {
     char tmp[24];
     int n = 0;
@@ -170,9 +170,9 @@ static char *trace_put_fixed(char *o, uint64_t v, int width)
     return o;
 }
 
-static char *trace_put_u64(char *o, uint64_t v) { return trace_put_fixed(o, v, 1); }
+static char *tracefile_put_u64(char *o, uint64_t v) { return tracefile_put_fixed(o, v, 1); }
 
-static char *trace_put_hex(char *o, uint64_t v)
+static char *tracefile_put_hex(char *o, uint64_t v)
 {
     char tmp[16];
     int n = 0;
@@ -184,54 +184,54 @@ static char *trace_put_hex(char *o, uint64_t v)
 /* One row; thread -1: the calling thread; at_zero: time 0 (the blocks
  * alive when recording started). st NULL: Stream 0 (a failure's stream
  * when it had no record). */
-static void trace_row(cca_tracefile_t *tf, const char *action, uintptr_t addr, size_t size,
+static void tracefile_row(cca_tracefile_t *tf, const char *action, uintptr_t addr, size_t size,
                       const cca_stream_t *st, bool at_zero)
 {
     pthread_mutex_lock(&tf->mu);
-    int64_t now = trace_now_us();
+    int64_t now = tracefile_now_us();
     if (tf->t0_us < 0) tf->t0_us = now;
     uint64_t us = at_zero || now < tf->t0_us ? 0 : (uint64_t)(now - tf->t0_us);
-    long thread = at_zero ? 0 : trace_thread(tf), stream = st ? trace_stream(tf, st) : 0;
+    long thread = at_zero ? 0 : tracefile_thread(tf), stream = st ? tracefile_stream(tf, st) : 0;
     if (thread < 0 || stream < 0) {                   /* host memory ran out: the row is lost, and said so */
         tf->lost++;
         pthread_mutex_unlock(&tf->mu);
         return;
     }
     char row[TRACE_ROW], *o = row;                    /* by hand: snprintf cost ~3,500 instructions a row */
-    o = trace_put_u64(o, (uint64_t)thread);
+    o = tracefile_put_u64(o, (uint64_t)thread);
     *o++ = ',';
-    o = trace_put_fixed(o, us / 3600000000u, 2), *o++ = ':';
-    o = trace_put_fixed(o, us / 60000000u % 60, 2), *o++ = ':';
-    o = trace_put_fixed(o, us / 1000000u % 60, 2), *o++ = '.';
-    o = trace_put_fixed(o, us % 1000000u, 6), *o++ = ',';
+    o = tracefile_put_fixed(o, us / 3600000000u, 2), *o++ = ':';
+    o = tracefile_put_fixed(o, us / 60000000u % 60, 2), *o++ = ':';
+    o = tracefile_put_fixed(o, us / 1000000u % 60, 2), *o++ = '.';
+    o = tracefile_put_fixed(o, us % 1000000u, 6), *o++ = ',';
     size_t alen = strlen(action);
     memcpy(o, action, alen), o += alen, *o++ = ',';
     if (addr) {
         *o++ = '0', *o++ = 'x';
-        o = trace_put_hex(o, (uint64_t)addr);
+        o = tracefile_put_hex(o, (uint64_t)addr);
     } else {
         memcpy(o, "(nil)", 5), o += 5;
     }
     *o++ = ',';
-    o = trace_put_u64(o, (uint64_t)size), *o++ = ',';
-    o = trace_put_u64(o, (uint64_t)stream), *o++ = '\n';
+    o = tracefile_put_u64(o, (uint64_t)size), *o++ = ',';
+    o = tracefile_put_u64(o, (uint64_t)stream), *o++ = '\n';
     size_t len = (size_t)(o - row);
-    trace_append(tf, row, len);
+    tracefile_append(tf, row, len);
     tf->rows++;
     pthread_mutex_unlock(&tf->mu);
 }
 
-void _cca_trace_alloc(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st)
+void _cca_tracefile_alloc(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st)
 {
-    trace_row(a->trace, "allocate", addr, requested, st, false);
+    tracefile_row(a->trace, "allocate", addr, requested, st, false);
 }
 
-void _cca_trace_free(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st)
+void _cca_tracefile_free(cca_allocator_t *a, uintptr_t addr, size_t requested, const cca_stream_t *st)
 {
-    trace_row(a->trace, "free", addr, requested, st, false);
+    tracefile_row(a->trace, "free", addr, requested, st, false);
 }
 
-void _cca_trace_failure(cca_allocator_t *a, size_t requested, cudaStream_t stream)
+void _cca_tracefile_failure(cca_allocator_t *a, size_t requested, cudaStream_t stream)
 {
     cca_stream_t *st = NULL;
     uint64_t key = _cca_stream_key(a->cfg.device, stream);
@@ -239,16 +239,16 @@ void _cca_trace_failure(cca_allocator_t *a, size_t requested, cudaStream_t strea
         if (s->key == key) st = s;
     if (!st && stream && stream != cudaStreamLegacy) {   /* a stream cca never served: numbered by a stand-in */
         cca_stream_t stand_in = { .key = key, .handle = stream };
-        trace_row(a->trace, "allocate failure", 0, requested, &stand_in, false);
+        tracefile_row(a->trace, "allocate failure", 0, requested, &stand_in, false);
         return;
     }
-    trace_row(a->trace, "allocate failure", 0, requested, st, false);
+    tracefile_row(a->trace, "allocate failure", 0, requested, st, false);
 }
 
 /* ---- the file name --------------------------------------------------- */
 
 /* path with every "%d" replaced by the device; false if too long. */
-static bool trace_expand(const char *path, int device, char out[CCA_TRACE_PATH_MAX], bool *had_d)
+static bool tracefile_expand(const char *path, int device, char out[CCA_TRACE_PATH_MAX], bool *had_d)
 {
     size_t o = 0;
     *had_d = false;
@@ -272,7 +272,7 @@ static bool trace_expand(const char *path, int device, char out[CCA_TRACE_PATH_M
 }
 
 /* asked with ".devN" before the extension of its last component. */
-static void trace_suffixed(const char *asked, int device, char *out, size_t len)
+static void tracefile_suffixed(const char *asked, int device, char *out, size_t len)
 {
     const char *slash = strrchr(asked, '/'), *dot = strrchr(slash ? slash + 1 : asked, '.');
     if (!dot || dot == (slash ? slash + 1 : asked)) dot = asked + strlen(asked);   /* none, or a dot file */
@@ -281,7 +281,7 @@ static void trace_suffixed(const char *asked, int device, char *out, size_t len)
 
 /* Another device recorded to `asked` (trace_reg held): true, and the open
  * ones still writing `asked` itself are renamed to their suffixed names. */
-static bool trace_shared_path(const char *asked, int device)
+static bool tracefile_shared_path(const char *asked, int device)
 {
     bool other = false;
     for (size_t i = 0; i < trace_n_used; i++)
@@ -292,7 +292,7 @@ static bool trace_shared_path(const char *asked, int device)
     for (cca_tracefile_t *tf = trace_open; tf; tf = tf->next) {
         if (tf->suffixed || strcmp(tf->asked, asked)) continue;
         char to[sizeof tf->path];
-        trace_suffixed(tf->asked, tf->device, to, sizeof to);
+        tracefile_suffixed(tf->asked, tf->device, to, sizeof to);
         pthread_mutex_lock(&tf->mu);
         if (rename(tf->path, to) == 0) {
             snprintf(tf->path, sizeof tf->path, "%s", to);
@@ -304,7 +304,7 @@ static bool trace_shared_path(const char *asked, int device)
         for (size_t i = 0; i < trace_n_used; i++)
             if (!strcmp(trace_used[i].asked, asked) && trace_used[i].device != device) {
                 char to[CCA_TRACE_PATH_MAX + 16];
-                trace_suffixed(asked, trace_used[i].device, to, sizeof to);
+                tracefile_suffixed(asked, trace_used[i].device, to, sizeof to);
                 if (access(to, F_OK) != 0) (void)rename(asked, to);
                 break;
             }
@@ -312,7 +312,7 @@ static bool trace_shared_path(const char *asked, int device)
     return true;
 }
 
-static void trace_note_used(const char *asked, int device)
+static void tracefile_note_used(const char *asked, int device)
 {
     for (size_t i = 0; i < trace_n_used; i++)
         if (!strcmp(trace_used[i].asked, asked) && trace_used[i].device == device) return;
@@ -325,14 +325,14 @@ static void trace_note_used(const char *asked, int device)
 
 typedef struct { uintptr_t addr; size_t size; const cca_stream_t *st; } trace_live_t;
 
-static int trace_live_cmp(const void *x, const void *y)
+static int tracefile_live_cmp(const void *x, const void *y)
 {
     const trace_live_t *p = x, *q = y;
     return p->addr < q->addr ? -1 : p->addr > q->addr;
 }
 
 /* The blocks alive now, by address, at time 0 (all locked). */
-static bool trace_write_live(cca_allocator_t *a, cca_tracefile_t *tf)
+static bool tracefile_write_live(cca_allocator_t *a, cca_tracefile_t *tf)
 {
     size_t n = 0, i = 0;
     for (cca_stream_t *st = a->streams; st; st = st->next) n += st->live.slots ? st->live.count : 0;
@@ -344,13 +344,13 @@ static bool trace_write_live(cca_allocator_t *a, cca_tracefile_t *tf)
                 const cca_block_t *b = st->live.slots[j].block;
                 live[i++] = (trace_live_t){ b->addr, b->requested, st };
             }
-    if (i > 1) qsort(live, i, sizeof *live, trace_live_cmp);   /* never with NULL (UBSan) */
-    for (size_t k = 0; k < i; k++) trace_row(tf, "allocate", live[k].addr, live[k].size, live[k].st, true);
+    if (i > 1) qsort(live, i, sizeof *live, tracefile_live_cmp);   /* never with NULL (UBSan) */
+    for (size_t k = 0; k < i; k++) tracefile_row(tf, "allocate", live[k].addr, live[k].size, live[k].st, true);
     free(live);
     return true;
 }
 
-static void trace_free_file(cca_tracefile_t *tf)
+static void tracefile_free_file(cca_tracefile_t *tf)
 {
     if (tf->fd >= 0) close(tf->fd);
     pthread_mutex_destroy(&tf->mu);
@@ -362,7 +362,7 @@ static void trace_free_file(cca_tracefile_t *tf)
 
 /* Stops a's recording (all locked): the rest written, the file closed.
  * CCA_ERROR_IO, saying how many rows were lost and why, when any were. */
-static cca_status_t trace_stop_locked(cca_allocator_t *a, const char *who)
+static cca_status_t tracefile_stop_locked(cca_allocator_t *a, const char *who)
 {
     cca_tracefile_t *tf = a->trace;
     if (!tf) return CCA_OK;
@@ -376,21 +376,21 @@ static cca_status_t trace_stop_locked(cca_allocator_t *a, const char *who)
             break;
         }
     pthread_mutex_unlock(&trace_reg);
-    trace_drain(tf);
+    tracefile_drain(tf);
     if (!tf->write_errno && !trace_forked && fsync(tf->fd) != 0 && errno != EINVAL && errno != EROFS)
         tf->write_errno = errno;
     cca_status_t s = CCA_OK;
     if (tf->lost)
-        s = _cca_fail(CCA_ERROR_IO, "%s: %llu of %llu rows of %s were lost%s%s", who, (unsigned long long)tf->lost,
+        s = _cca_errors_fail(CCA_ERROR_IO, "%s: %llu of %llu rows of %s were lost%s%s", who, (unsigned long long)tf->lost,
                       (unsigned long long)tf->rows, tf->path, tf->write_errno ? ": " : " (out of host memory)",
                       tf->write_errno ? strerror(tf->write_errno) : "");
     a->host_bytes -= (int64_t)(sizeof *tf + TRACE_BUF);
-    trace_free_file(tf);
+    tracefile_free_file(tf);
     return s;
 }
 
 /* A file record for the allocator's device, path not yet chosen; NULL out of memory. */
-static cca_tracefile_t *trace_new_file(cca_allocator_t *a, const char *asked)
+static cca_tracefile_t *tracefile_new_file(cca_allocator_t *a, const char *asked)
 {
     cca_tracefile_t *tf = calloc(1, sizeof *tf);
     char *buf = tf ? malloc(TRACE_BUF) : NULL;
@@ -410,9 +410,9 @@ static cca_tracefile_t *trace_new_file(cca_allocator_t *a, const char *asked)
 /* Under the registry's lock: refuses a regular file another allocator of
  * the device writes, chooses the path (".devN" where devices would share
  * one), opens it and registers the record. tf is freed on failure. */
-static cca_status_t trace_register(cca_tracefile_t *tf, const char *asked, bool had_d)
+static cca_status_t tracefile_register(cca_tracefile_t *tf, const char *asked, bool had_d)
 {
-    pthread_once(&trace_once, trace_init_once);
+    pthread_once(&trace_once, tracefile_init_once);
     pthread_mutex_lock(&trace_reg);
     struct stat sb;                                   /* /dev/null, a pipe: every device writes it as given */
     bool special = stat(asked, &sb) == 0 && !S_ISREG(sb.st_mode);
@@ -420,53 +420,53 @@ static cca_status_t trace_register(cca_tracefile_t *tf, const char *asked, bool 
         if (!strcmp(o->asked, asked) && (had_d || o->device == tf->device)) {
             int dev = o->device;                      /* read before unlocking: o may then be freed */
             pthread_mutex_unlock(&trace_reg);
-            trace_free_file(tf);
-            return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: %s is being written by another "
+            tracefile_free_file(tf);
+            return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: %s is being written by another "
                              "allocator of device %d", asked, dev);
         }
-    tf->suffixed = !had_d && !special && trace_shared_path(asked, tf->device);
-    if (tf->suffixed) trace_suffixed(asked, tf->device, tf->path, sizeof tf->path);
+    tf->suffixed = !had_d && !special && tracefile_shared_path(asked, tf->device);
+    if (tf->suffixed) tracefile_suffixed(asked, tf->device, tf->path, sizeof tf->path);
     else snprintf(tf->path, sizeof tf->path, "%s", asked);
     tf->fd = open(tf->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (tf->fd < 0) {
         int e = errno;
         pthread_mutex_unlock(&trace_reg);
-        cca_status_t s = _cca_fail(CCA_ERROR_IO, "cca_trace_start: cannot write %s: %s", tf->path,
+        cca_status_t s = _cca_errors_fail(CCA_ERROR_IO, "cca_trace_start: cannot write %s: %s", tf->path,
                                    strerror(e));
-        trace_free_file(tf);
+        tracefile_free_file(tf);
         return s;
     }
-    trace_note_used(asked, tf->device);
+    tracefile_note_used(asked, tf->device);
     tf->next = trace_open;
     trace_open = tf;
     pthread_mutex_unlock(&trace_reg);
     return CCA_OK;
 }
 
-static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
+static cca_status_t tracefile_start_locked(cca_allocator_t *a, const char *path)
 {
     char asked[CCA_TRACE_PATH_MAX];
     bool had_d;
-    if (!trace_expand(path, a->cfg.device, asked, &had_d))
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: the path is longer than %d bytes",
+    if (!tracefile_expand(path, a->cfg.device, asked, &had_d))
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: the path is longer than %d bytes",
                          CCA_TRACE_PATH_MAX - 1);
-    cca_tracefile_t *tf = trace_new_file(a, asked);
+    cca_tracefile_t *tf = tracefile_new_file(a, asked);
     if (!tf)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
-    cca_status_t st = trace_register(tf, asked, had_d);
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
+    cca_status_t st = tracefile_register(tf, asked, had_d);
     if (st != CCA_OK)
         return st;
     char head[200];
     int len = snprintf(head, sizeof head, "#cca-trace %d device=%d device_memory=%zu\n"
                        "Thread,Time,Action,Pointer,Size,Stream\n", TRACE_VERSION, tf->device, a->device_total);
-    trace_append(tf, head, (size_t)len);
+    tracefile_append(tf, head, (size_t)len);
     tf->head_len = (size_t)len;
-    (void)trace_thread(tf);                           /* Thread 0: the thread that starts recording */
+    (void)tracefile_thread(tf);                           /* Thread 0: the thread that starts recording */
     a->trace = tf;
     a->host_bytes += (int64_t)(sizeof *tf + TRACE_BUF);
-    if (!trace_write_live(a, tf)) {
-        (void)trace_stop_locked(a, "cca_trace_start");
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
+    if (!tracefile_write_live(a, tf)) {
+        (void)tracefile_stop_locked(a, "cca_trace_start");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_trace_start: out of host memory");
     }
     snprintf(a->cfg.trace_file, sizeof a->cfg.trace_file, "%s", path);
     atomic_fetch_or_explicit(&a->hooks, CCA_HOOK_TRACE, memory_order_relaxed);
@@ -475,48 +475,48 @@ static cca_status_t trace_start_locked(cca_allocator_t *a, const char *path)
 
 cca_status_t cca_trace_start(cca_allocator_t *a, const char *path)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_start: allocator is NULL");
     if (!path || !*path) return cca_trace_stop(a);
-    _cca_lock_all(a);
-    cca_status_t s = trace_stop_locked(a, "cca_trace_start");      /* one file at a time: the old one ends */
-    if (s == CCA_OK) s = trace_start_locked(a, path);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_lock_all(a);
+    cca_status_t s = tracefile_stop_locked(a, "cca_trace_start");      /* one file at a time: the old one ends */
+    if (s == CCA_OK) s = tracefile_start_locked(a, path);
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }
 
 cca_status_t cca_trace_stop(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_stop: allocator is NULL");
-    _cca_lock_all(a);
-    cca_status_t s = trace_stop_locked(a, "cca_trace_stop");
-    _cca_unlock_all(a, NULL);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_stop: allocator is NULL");
+    _cca_alloc_lock_all(a);
+    cca_status_t s = tracefile_stop_locked(a, "cca_trace_stop");
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }
 
 cca_status_t cca_trace_flush(cca_allocator_t *a)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_flush: allocator is NULL");
-    _cca_lock_all(a);
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_flush: allocator is NULL");
+    _cca_alloc_lock_all(a);
     cca_tracefile_t *tf = a->trace;
     cca_status_t s = CCA_OK;
     if (tf) {
         pthread_mutex_lock(&tf->mu);
-        trace_drain(tf);
+        tracefile_drain(tf);
         if (tf->lost)
-            s = _cca_fail(CCA_ERROR_IO, "cca_trace_flush: %llu rows of %s were lost%s%s",
+            s = _cca_errors_fail(CCA_ERROR_IO, "cca_trace_flush: %llu rows of %s were lost%s%s",
                           (unsigned long long)tf->lost, tf->path, tf->write_errno ? ": " : " (out of host memory)",
                           tf->write_errno ? strerror(tf->write_errno) : "");
         pthread_mutex_unlock(&tf->mu);
     }
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }
 
 cca_status_t cca_trace_path(cca_allocator_t *a, char *out, size_t len)
 {
     if (!a || !out || !len)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_path: %s", !a ? "allocator is NULL" : "no room for the path");
-    _cca_lock(&a->lock);                              /* the rename of trace_shared_path holds the registry */
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_trace_path: %s", !a ? "allocator is NULL" : "no room for the path");
+    _cca_lock(&a->lock);                              /* the rename of tracefile_shared_path holds the registry */
     pthread_mutex_lock(&trace_reg);
     snprintf(out, len, "%s", a->trace ? a->trace->path : "");
     pthread_mutex_unlock(&trace_reg);
@@ -524,7 +524,7 @@ cca_status_t cca_trace_path(cca_allocator_t *a, char *out, size_t len)
     return CCA_OK;
 }
 
-void _cca_trace_destroy(cca_allocator_t *a)
+void _cca_tracefile_destroy(cca_allocator_t *a)
 {
-    if (a->trace) (void)trace_stop_locked(a, "cca_destroy");
+    if (a->trace) (void)tracefile_stop_locked(a, "cca_destroy");
 }

@@ -15,7 +15,7 @@
  *   segment       one cudaMalloc; split into blocks, never merged across.
  *   hot path      a malloc or free served under its stream's lock alone.
  *   all locked    the allocator's lock and every stream's: the slow path,
- *                 statistics, walks (_cca_lock_all).
+ *                 statistics, walks (_cca_alloc_lock_all).
  *   delta         what a block transition (take, free, release, settle,
  *                 park) does to its stream's figures; block code computes
  *                 it, the counters unit applies it.

@@ -28,10 +28,10 @@ static void view_of(cca_allocator_t *a, cca_view_t *v)
 cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg)
 {
     cca_view_t v;
-    _cca_lock_all(a);
+    _cca_alloc_lock_all(a);
     view_of(a, &v);
     cca_status_t s = fn(&v, arg);
-    _cca_unlock_all(a, NULL);
+    _cca_alloc_unlock_all(a, NULL);
     return s;
 }
 
@@ -42,7 +42,7 @@ void _cca_view_hooks(cca_view_t *v, bool on)
 }
 
 /* The core's side (all locked): a change the accounting asked to see. */
-void _cca_acct_changed(cca_allocator_t *a)
+void _cca_view_changed(cca_allocator_t *a)
 {
     cca_view_t v;
     view_of(a, &v);
@@ -50,7 +50,7 @@ void _cca_acct_changed(cca_allocator_t *a)
 }
 
 /* The core's side (all locked): an out-of-memory's figures. */
-void _cca_acct_oom(cca_allocator_t *a, cca_oom_report_t *r)
+void _cca_view_oom(cca_allocator_t *a, cca_oom_report_t *r)
 {
     cca_view_t v;
     view_of(a, &v);

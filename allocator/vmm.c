@@ -49,8 +49,8 @@ static void *vmm_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
     cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, X_VERSION, cudaEnableDefault, &q);
     if (*s == CCA_OK && (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !fn)) {   /* a missing one: success and NULL */
-        _cca_clear_error();
-        *s = _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments needs the driver's %s on device %d, which it lacks (%s)",
+        _cca_errors_clear();
+        *s = _cca_errors_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments needs the driver's %s on device %d, which it lacks (%s)",
                        name, a->cfg.device, e != cudaSuccess ? cudaGetErrorName(e) : "not found");
     }
     return fn;
@@ -59,7 +59,7 @@ static void *vmm_entry(cca_allocator_t *a, const char *name, cca_status_t *s)
 cca_status_t _cca_vmm_init(cca_allocator_t *a)
 {
     struct cca_xvmm *x = calloc(1, sizeof *x);
-    if (!x) return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
+    if (!x) return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     cca_status_t s = CCA_OK;
     x->granularity = (PFN_cuMemGetAllocationGranularity_v10020)vmm_entry(a, "cuMemGetAllocationGranularity", &s);
     x->reserve = (PFN_cuMemAddressReserve_v10020)vmm_entry(a, "cuMemAddressReserve", &s);
@@ -81,7 +81,7 @@ cca_status_t _cca_vmm_init(cca_allocator_t *a)
     CUresult r = x->granularity(&g, &x->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r != CUDA_SUCCESS || !g || (CCA_ROUND_LARGE % g && g % CCA_ROUND_LARGE)) {
         free(x);
-        return _cca_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments: cuMemGetAllocationGranularity on device %d %s %zu",
+        return _cca_errors_fail(CCA_ERROR_CUDA, "cca_create: expandable_segments: cuMemGetAllocationGranularity on device %d %s %zu",
                          a->cfg.device, r != CUDA_SUCCESS ? "failed, error" : "gives a granularity cca cannot use:",
                          r != CUDA_SUCCESS ? (size_t)r : g);
     }
@@ -177,7 +177,7 @@ cca_status_t _cca_vmm_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ct
     struct cca_xvmm *x = a->xv;
     if (!vmm_grow_array(a, (void **)&x->res, &x->capres, x->nres + 1, sizeof *x->res)) {
         ctx->host_failed = true;
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: host memory for expandable segments ran out");
     }
     size_t size = need > x->res_size ? _cca_vmm_up(x, need) : x->res_size;
     for (;;) {
@@ -188,13 +188,13 @@ cca_status_t _cca_vmm_reserve(cca_allocator_t *a, size_t need, cca_oom_ctx_t *ct
             return CCA_OK;
         }
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
-            return _cca_fail(CCA_ERROR_CUDA, "cca: cuMemAddressReserve(%zu) on device %d failed: error %d", size,
+            return _cca_errors_fail(CCA_ERROR_CUDA, "cca: cuMemAddressReserve(%zu) on device %d failed: error %d", size,
                              a->cfg.device, (int)r);
         if (size / 2 < need) break;
         size = _cca_vmm_up(x, size / 2);
     }
     ctx->device_refused = true;                       /* the process's address space, not the device's memory */
-    return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: no address space left for %zu bytes of expandable segments", need);
+    return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca: no address space left for %zu bytes of expandable segments", need);
 }
 
 /* Moves handle bytes between pools' reserved figures. */
@@ -251,7 +251,7 @@ static cca_status_t vmm_cuda_fail(cca_allocator_t *a, cca_oom_ctx_t *ctx, const 
         ctx->device_refused = true;
         return CCA_ERROR_OUT_OF_MEMORY;
     }
-    return _cca_fail(CCA_ERROR_CUDA, "cca: %s(%zu) on device %d failed: error %d", call, size, a->cfg.device, (int)r);
+    return _cca_errors_fail(CCA_ERROR_CUDA, "cca: %s(%zu) on device %d failed: error %d", call, size, a->cfg.device, (int)r);
 }
 
 cca_status_t _cca_vmm_create(cca_allocator_t *a, int pool, size_t *hs, size_t want, CUmemGenericAllocationHandle *h,

@@ -51,7 +51,7 @@ bool _cca_emit_finish(cca_emit_t *e)
     return !e->failed;
 }
 
-const char *_cca_fmt_bytes(size_t bytes, char out[32])
+const char *_cca_emit_bytes(size_t bytes, char out[32])
 {
     static const char *units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     if (bytes < 1024) {

@@ -70,9 +70,9 @@ static cca_status_t frag_view(cca_view_t *v, void *f)
 cca_status_t cca_get_fragmentation_sized(cca_allocator_t *a, cca_frag_t *out, size_t out_size)
 {
     if (!a || !out)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %s is NULL", a ? "out" : "allocator");
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %s is NULL", a ? "out" : "allocator");
     if (out_size < CCA_V1_FRAG)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %zu bytes is no cca_frag_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_get_fragmentation: %zu bytes is no cca_frag_t", out_size);
     cca_frag_t f;
     _cca_view(a, frag_view, &f);
     _cca_copy_out(out, out_size, &f, sizeof f);

@@ -54,14 +54,14 @@ static void json_event(cca_emit_t *e, const cca_history_entry_t *h, bool last)
 
 static cca_status_t json_write(cca_allocator_t *a, cca_write_fn write, void *arg, bool with_history, const char *what)
 {
-    if (!a || !write) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", what, a ? "write" : "allocator");
+    if (!a || !write) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", what, a ? "write" : "allocator");
     cca_snap_t s;
-    cca_status_t st = _cca_snap_take(a, &s, with_history);
+    cca_status_t st = _cca_snapshot_take(a, &s, with_history);
     if (st != CCA_OK) return st;
     cca_emit_t *e = malloc(sizeof *e);
     if (!e) {
-        _cca_snap_free(&s);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", what);
+        _cca_snapshot_free(&s);
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     _cca_emit_init(e, write, arg);
     _cca_emit(e, "{\"segments\": [\n");
@@ -76,8 +76,8 @@ static cca_status_t json_write(cca_allocator_t *a, cca_write_fn write, void *arg
     _cca_emit(e, "}\n");
     bool ok = _cca_emit_finish(e);
     free(e);
-    _cca_snap_free(&s);
-    return ok ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: the write callback failed", what);
+    _cca_snapshot_free(&s);
+    return ok ? CCA_OK : _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: the write callback failed", what);
 }
 
 cca_status_t cca_snapshot_json(cca_allocator_t *a, cca_write_fn write, void *arg)

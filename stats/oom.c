@@ -91,49 +91,49 @@ static void oom_advise(cca_oom_report_t *r, const cca_config_t *cfg)
     if (r->segment_size > r->device_total) {
         oom_put(&t, grows ? "the request needs %s mapped, more than the device's total %s: split it or lower the batch size"
                           : "the request needs a %s segment, more than the device's total %s: split it or lower the batch size",
-            _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_total, b[1]));
+            _cca_emit_bytes(r->segment_size, b[0]), _cca_emit_bytes(r->device_total, b[1]));
         return;
     }
     oom_put(&t, grows ? "needs %s more mapped, %s free on the device" : "needs a new %s segment, %s free on the device",
-        _cca_fmt_bytes(r->segment_size, b[0]), _cca_fmt_bytes(r->device_free, b[1]));
-    if (r->cap) oom_put(&t, ", %s under the cap", _cca_fmt_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
+        _cca_emit_bytes(r->segment_size, b[0]), _cca_emit_bytes(r->device_free, b[1]));
+    if (r->cap) oom_put(&t, ", %s under the cap", _cca_emit_bytes(r->cap > r->reserved ? r->cap - r->reserved : 0, b[0]));
     const char *sep = ": ";
     if (r->need_cap) {
         size_t to = r->cap + r->need_cap;
         bool by_fraction = cfg && cfg->memory_fraction > 0.0 && r->device_total &&
                            (!cfg->memory_limit || cfg->memory_limit > r->cap);   /* the fraction is the smaller cap */
         if (by_fraction)
-            oom_put(&t, "%sraise the cap by %s (memory_fraction:%.4g%s)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            oom_put(&t, "%sraise the cap by %s (memory_fraction:%.4g%s)", sep, _cca_emit_bytes(r->need_cap, b[0]),
                 (double)to / (double)r->device_total + 0.00005, to > r->device_total ? ", more than the device" : "");
         else
-            oom_put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_fmt_bytes(r->need_cap, b[0]),
+            oom_put(&t, "%sraise the cap by %s (memory_limit_mb:%zu)", sep, _cca_emit_bytes(r->need_cap, b[0]),
                 (to + ((size_t)1 << 20) - 1) >> 20);
         sep = "; ";
     }
     if (r->need_external) {
-        oom_put(&t, "%sfree %s of the %s held outside cca", sep, _cca_fmt_bytes(r->need_external, b[0]),
-            _cca_fmt_bytes(r->external, b[1]));
+        oom_put(&t, "%sfree %s of the %s held outside cca", sep, _cca_emit_bytes(r->need_external, b[0]),
+            _cca_emit_bytes(r->external, b[1]));
         sep = "; ";
     }
     if (r->need_cached) {
-        oom_put(&t, "%s%s cached free, largest block %s", sep, _cca_fmt_bytes(r->free_cached, b[0]),
-            _cca_fmt_bytes(r->largest_free, b[1]));
+        oom_put(&t, "%s%s cached free, largest block %s", sep, _cca_emit_bytes(r->free_cached, b[0]),
+            _cca_emit_bytes(r->largest_free, b[1]));
         sep = "; ";
     }
     if (r->need_stranded) {
         oom_put(&t, "%s%s of it cached on other streams, unusable on this one: free their blocks or use fewer streams",
-            sep, _cca_fmt_bytes(r->free_cached_other, b[0]));
+            sep, _cca_emit_bytes(r->free_cached_other, b[0]));
     }
     if (r->need_live) {
-        oom_put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_fmt_bytes(r->need_live, b[0]));
+        oom_put(&t, "%sfree %s of live allocations or lower the batch size", sep, _cca_emit_bytes(r->need_live, b[0]));
         sep = "; ";
     }
     if (!r->need_cap && !r->need_external && !r->need_cached && !r->need_live)
         oom_put(&t, ", yet the device refused it: its free memory is in pieces");
-    oom_put(&t, "; largest request that fits now: %s", _cca_fmt_bytes(r->largest_fit, b[0]));
+    oom_put(&t, "; largest request that fits now: %s", _cca_emit_bytes(r->largest_fit, b[0]));
     if (r->expandable_fits) {
         oom_put(&t, "; expandable_segments:True would fit it");   /* it maps only the request's own 2 MiB pages */
-        if (r->free_pages) oom_put(&t, " (%s free in whole 2 MiB pages)", _cca_fmt_bytes(r->free_pages, b[0]));
+        if (r->free_pages) oom_put(&t, " (%s free in whole 2 MiB pages)", _cca_emit_bytes(r->free_pages, b[0]));
     }
     if (r->verdict != CCA_OOM_FRAGMENTED || !r->need_cached) return;
     if (max_split == SIZE_MAX && r->rounded > CCA_LARGE_BUFFER)
@@ -164,12 +164,12 @@ void _cca_oom_keep(cca_view_t *v, cca_oom_report_t *r)
         r->seq = acct->last_oom->seq + 1;
         *acct->last_oom = *r;
     }
-    _cca_thread_oom_set(r);
+    _cca_errors_thread_oom_set(r);
     char text[1024];
     if (cca_oom_report_format_sized(r, sizeof *r, text, sizeof text) > 0) {
         size_t n = strlen(text);
         while (n && text[n - 1] == '\n') text[--n] = 0;
-        _cca_error_append(text);                      /* for callers that only see a NULL */
+        _cca_errors_append(text);                      /* for callers that only see a NULL */
     }
     if (acct->oom_cb || acct->oom_notices) {          /* delivered by _cca_oom_deliver after unlocking */
         pending_id = v->id;
@@ -199,7 +199,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
     size_t size = cb.size;
     if (cb.notice) _cca_notice_oom(cb.device, id, r.seq);   /* the report's seq: cca_last_oom_report */
     if (!fn) return;
-    cca_oom_report_t mine = *_cca_thread_oom();       /* the callback's own failures must not replace it */
+    cca_oom_report_t mine = *_cca_errors_thread_oom();       /* the callback's own failures must not replace it */
     if (size < sizeof r) {                            /* an older caller's struct */
         cca_oom_report_t older = { 0 };
         _cca_oom_copy_out(&older, size, &r);
@@ -214,7 +214,7 @@ void _cca_oom_deliver(cca_allocator_t *a)
             free(buf);
         }
     }
-    _cca_thread_oom_set(&mine);
+    _cca_errors_thread_oom_set(&mine);
 }
 
 void _cca_oom_destroy(cca_acct_t *acct)
@@ -240,15 +240,15 @@ static cca_status_t oom_notices_view(cca_view_t *v, void *arg)
 
 cca_status_t cca_oom_notices(cca_allocator_t *a, int on)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_oom_notices: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_oom_notices: allocator is NULL");
     return _cca_view(a, oom_notices_view, &on);
 }
 
 cca_status_t cca_set_oom_callback_sized(cca_allocator_t *a, cca_oom_fn fn, void *arg, size_t report_size)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: allocator is NULL");
     if (report_size < CCA_V1_OOM)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_oom_callback: %zu bytes is no cca_oom_report_t", report_size);
     callback_t cb = { fn, arg, report_size, false, 0 };
     return _cca_view(a, oom_set_callback_view, &cb);
 }
@@ -263,9 +263,9 @@ static cca_status_t oom_last_view(cca_view_t *v, void *arg)
 
 cca_status_t cca_last_oom_report_sized(cca_allocator_t *a, cca_oom_report_t *out, size_t out_size)
 {
-    if (!a || !out) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %s is NULL", a ? "out" : "allocator");
+    if (!a || !out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %s is NULL", a ? "out" : "allocator");
     if (out_size < CCA_V1_OOM)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
     cca_oom_report_t r;
     _cca_view(a, oom_last_view, &r);
     _cca_oom_copy_out(out, out_size, &r);

@@ -43,21 +43,21 @@ static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len
         return o.total;
     }
     oom_format_add(&o, "cca: out of memory on device %d: %s requested (%s rounded, %s pool, stream %#lx): %s\n", r->device,
-        _cca_fmt_bytes(r->requested, b[0]), _cca_fmt_bytes(r->rounded, b[1]),
+        _cca_emit_bytes(r->requested, b[0]), _cca_emit_bytes(r->rounded, b[1]),
         r->pool == CCA_POOL_SMALL ? "small" : "large", (unsigned long)(uintptr_t)r->stream,
         cca_oom_verdict_string(r->verdict));
     oom_format_add(&o, "device %s total, %s free, %s outside cca; cap %s; reserved %s, allocated %s; "
             "at the request %s cached free, largest free block %s\n",
-        _cca_fmt_bytes(r->device_total, b[0]), _cca_fmt_bytes(r->device_free, b[1]),
-        _cca_fmt_bytes(r->external, b[2]), r->cap ? _cca_fmt_bytes(r->cap, b[3]) : "none",
-        _cca_fmt_bytes(r->reserved, b[4]), _cca_fmt_bytes(r->allocated, b[5]),
-        _cca_fmt_bytes(r->free_cached_before, b[6]), _cca_fmt_bytes(r->largest_free_before, b[7]));
+        _cca_emit_bytes(r->device_total, b[0]), _cca_emit_bytes(r->device_free, b[1]),
+        _cca_emit_bytes(r->external, b[2]), r->cap ? _cca_emit_bytes(r->cap, b[3]) : "none",
+        _cca_emit_bytes(r->reserved, b[4]), _cca_emit_bytes(r->allocated, b[5]),
+        _cca_emit_bytes(r->free_cached_before, b[6]), _cca_emit_bytes(r->largest_free_before, b[7]));
     oom_format_add(&o, "advice: %s\n", r->advice);
     if (r->n_holders > 0) {                           /* only once something was ever tagged */
         oom_format_add(&o, "held by tag:");
         for (int k = 0; k < r->n_holders && k < CCA_OOM_HOLDERS; k++) {
             const char *name = cca_tag_name(r->holder_tags[k]);
-            oom_format_add(&o, "%s %s %s", k ? "," : "", name ? name : "(untagged)", _cca_fmt_bytes(r->holder_bytes[k], b[0]));
+            oom_format_add(&o, "%s %s %s", k ? "," : "", name ? name : "(untagged)", _cca_emit_bytes(r->holder_bytes[k], b[0]));
         }
         oom_format_add(&o, "\n");
     }
@@ -65,7 +65,7 @@ static size_t oom_format_format(const cca_oom_report_t *r, char *buf, size_t len
         oom_format_add(&o, "cached on other streams:");
         for (int k = 0; k < r->n_stranded && k < CCA_OOM_HOLDERS; k++)
             oom_format_add(&o, "%s stream %#lx %s", k ? "," : "", (unsigned long)(uintptr_t)r->stranded_streams[k],
-                _cca_fmt_bytes(r->stranded_bytes[k], b[0]));
+                _cca_emit_bytes(r->stranded_bytes[k], b[0]));
         oom_format_add(&o, "\n");
     }
     return o.total;

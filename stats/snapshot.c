@@ -73,19 +73,19 @@ static cca_status_t snapshot_sort_segments(cca_snap_t *s)
     return CCA_OK;
 }
 
-cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out, bool with_history)
+cca_status_t _cca_snapshot_take(cca_allocator_t *a, cca_snap_t *out, bool with_history)
 {
     *out = (cca_snap_t){ .with_history = with_history };
     cca_status_t st = _cca_view(a, snapshot_snap_view, out);
     if (st == CCA_OK) st = snapshot_sort_segments(out);
     if (st != CCA_OK) {
-        _cca_snap_free(out);
-        return _cca_fail(st, "cca snapshot: out of host memory");
+        _cca_snapshot_free(out);
+        return _cca_errors_fail(st, "cca snapshot: out of host memory");
     }
     return CCA_OK;
 }
 
-void _cca_snap_free(cca_snap_t *s)
+void _cca_snapshot_free(cca_snap_t *s)
 {
     free(s->segs);
     free(s->blocks);
@@ -106,19 +106,19 @@ static const void *snapshot_as_callers(void *buf, size_t size, const void *ours,
 cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, cca_block_fn block_cb, void *arg,
                                      size_t seg_size, size_t block_size)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: allocator is NULL");
     if (seg_size < CCA_V1_SEG || block_size < CCA_V1_BLOCK)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: struct sizes %zu and %zu are not cca's",
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_snapshot_walk: struct sizes %zu and %zu are not cca's",
                          seg_size, block_size);
     void *sbuf = seg_size > sizeof(cca_segment_info_t) ? calloc(1, seg_size) : NULL;
     void *bbuf = block_size > sizeof(cca_block_info_t) ? calloc(1, block_size) : NULL;
     if ((seg_size > sizeof(cca_segment_info_t) && !sbuf) || (block_size > sizeof(cca_block_info_t) && !bbuf)) {
         free(sbuf);
         free(bbuf);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca snapshot: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca snapshot: out of host memory");
     }
     cca_snap_t s;
-    cca_status_t st = _cca_snap_take(a, &s, false);
+    cca_status_t st = _cca_snapshot_take(a, &s, false);
     if (st == CCA_OK) {
         const cca_block_info_t *b = s.blocks;
         int stop = 0;
@@ -127,7 +127,7 @@ cca_status_t cca_snapshot_walk_sized(cca_allocator_t *a, cca_segment_fn seg_cb, 
             for (size_t j = 0; j < s.segs[i].n_blocks && block_cb && !stop; j++)
                 stop = block_cb(snapshot_as_callers(bbuf, block_size, &b[j], sizeof b[j]), arg);
         }
-        _cca_snap_free(&s);
+        _cca_snapshot_free(&s);
     }
     free(sbuf);
     free(bbuf);

@@ -21,7 +21,7 @@ static void stats_destroy(cca_acct_t *acct)
     _cca_oom_destroy(acct);
 }
 
-const cca_acct_ops_t _cca_acct_ops = {
+const cca_acct_ops_t _cca_stats_ops = {
     .changed = stats_changed,
     .after_change = stats_after_change,
     .oom = _cca_oom_keep,

@@ -17,7 +17,7 @@ typedef struct cca_emit {
 void        _cca_emit_init(cca_emit_t *e, cca_write_fn write, void *arg);
 void        _cca_emit(cca_emit_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool        _cca_emit_finish(cca_emit_t *e);          /* flushes; false if any write failed */
-const char *_cca_fmt_bytes(size_t bytes, char out[32]); /* "512 B", "4.00 MiB" */
+const char *_cca_emit_bytes(size_t bytes, char out[32]); /* "512 B", "4.00 MiB" */
 
 /* frag.c: the fragmentation figures of a view */
 void   _cca_frag_of(const cca_view_t *v, cca_frag_t *out);
@@ -33,8 +33,8 @@ typedef struct cca_snap {
     uint64_t hist_dropped;
 } cca_snap_t;
 
-cca_status_t _cca_snap_take(cca_allocator_t *a, cca_snap_t *out, bool with_history);
-void         _cca_snap_free(cca_snap_t *s);
+cca_status_t _cca_snapshot_take(cca_allocator_t *a, cca_snap_t *out, bool with_history);
+void         _cca_snapshot_free(cca_snap_t *s);
 
 /* notice.c: the process's notice queue */
 void _cca_notice_watch(int device, uint64_t allocator, uint64_t id, cca_watch_kind_t which, size_t threshold,

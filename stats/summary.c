@@ -35,7 +35,7 @@ typedef struct figures {                              /* everything, taken under
 
 static const char *summary_value(int64_t v, bool bytes, char out[32])
 {
-    if (bytes) return _cca_fmt_bytes(v < 0 ? 0 : (size_t)v, out);
+    if (bytes) return _cca_emit_bytes(v < 0 ? 0 : (size_t)v, out);
     snprintf(out, 32, "%lld", (long long)v);
     return out;
 }
@@ -63,7 +63,7 @@ static void summary_header(cca_emit_t *e, const figures_t *f)
 {
     char t[80], b[32];
     _cca_emit(e, RULE);
-    snprintf(t, sizeof t, "cca memory summary, device %d, cap %s", f->device, f->cap ? _cca_fmt_bytes(f->cap, b) : "none");
+    snprintf(t, sizeof t, "cca memory summary, device %d, cap %s", f->device, f->cap ? _cca_emit_bytes(f->cap, b) : "none");
     _cca_emit(e, "| %-73s |\n", t);
     _cca_emit(e, LINE);
     snprintf(t, sizeof t, "OOMs: %lld    cudaMalloc retries: %lld    cudaMalloc: %lld    cudaFree: %lld",
@@ -72,7 +72,7 @@ static void summary_header(cca_emit_t *e, const figures_t *f)
     _cca_emit(e, "| %-73s |\n", t);
     if (f->oom.verdict != CCA_OOM_NONE) {
         snprintf(t, sizeof t, "last OOM: %s, %s requested", cca_oom_verdict_string(f->oom.verdict),
-                 _cca_fmt_bytes(f->oom.requested, b));
+                 _cca_emit_bytes(f->oom.requested, b));
         _cca_emit(e, "| %-73s |\n", t);
     }
     _cca_emit(e, RULE);
@@ -87,11 +87,11 @@ static void summary_frag_table(cca_emit_t *e, const cca_frag_t *g)
 {
     char b[4][32];
     _cca_emit(e, LINE);
-    summary_frag_line(e, "Free cached memory", _cca_fmt_bytes(g->free_cached, b[0]), "Largest free block", _cca_fmt_bytes(g->largest_free, b[1]));
+    summary_frag_line(e, "Free cached memory", _cca_emit_bytes(g->free_cached, b[0]), "Largest free block", _cca_emit_bytes(g->largest_free, b[1]));
     snprintf(b[2], 32, "%.2f%%", 100.0 * g->external_fragmentation);
     snprintf(b[3], 32, "%.2f%%", 100.0 * g->utilization);
     summary_frag_line(e, "Ext. fragmentation", b[2], "Utilization", b[3]);
-    summary_frag_line(e, "Internal waste", _cca_fmt_bytes(g->internal_waste, b[0]), "Inactive split", _cca_fmt_bytes(g->inactive_split, b[1]));
+    summary_frag_line(e, "Internal waste", _cca_emit_bytes(g->internal_waste, b[0]), "Inactive split", _cca_emit_bytes(g->inactive_split, b[1]));
 }
 
 static const char *summary_pow2(int k, char out[16])
@@ -111,8 +111,8 @@ static void summary_class_table(cca_emit_t *e, const cca_frag_t *g)
         char lo[16], hi[16], label[40], b[3][32];
         snprintf(label, sizeof label, "[%s, %s)", summary_pow2(k, lo), k + 1 < 64 ? summary_pow2(k + 1, hi) : "16 EiB");
         _cca_emit(e, "| %-19s | %4zu %10s | %4zu %10s | %4zu %10s |\n", label,
-                  c->free_blocks, _cca_fmt_bytes(c->free_bytes, b[0]), c->allocated_blocks,
-                  _cca_fmt_bytes(c->allocated_bytes, b[1]), c->pending_blocks, _cca_fmt_bytes(c->pending_bytes, b[2]));
+                  c->free_blocks, _cca_emit_bytes(c->free_bytes, b[0]), c->allocated_blocks,
+                  _cca_emit_bytes(c->allocated_bytes, b[1]), c->pending_blocks, _cca_emit_bytes(c->pending_bytes, b[2]));
     }
     _cca_emit(e, RULE);
 }
@@ -156,7 +156,7 @@ static void summary_tag_table(cca_emit_t *e, const figures_t *f)
         done[best] = true;
         const char *name = cca_tag_name(best);
         char b[32];
-        _cca_emit(e, "| %-33.33s | %17s | %17zu |\n", name ? name : "(untagged)", _cca_fmt_bytes(f->tag_bytes[best], b),
+        _cca_emit(e, "| %-33.33s | %17s | %17zu |\n", name ? name : "(untagged)", _cca_emit_bytes(f->tag_bytes[best], b),
                   f->tag_blocks[best]);
     }
     _cca_emit(e, RULE);
@@ -165,13 +165,13 @@ static void summary_tag_table(cca_emit_t *e, const figures_t *f)
 cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *arg)
 {
     if (!a || !write)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_memory_summary: %s is NULL", a ? "write" : "allocator");
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_memory_summary: %s is NULL", a ? "write" : "allocator");
     figures_t *f = malloc(sizeof *f);
     cca_emit_t *e = malloc(sizeof *e);
     if (!f || !e) {
         free(f);
         free(e);
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_memory_summary: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_memory_summary: out of host memory");
     }
     _cca_view(a, summary_view, f);
     _cca_emit_init(e, write, arg);
@@ -183,5 +183,5 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
     bool ok = _cca_emit_finish(e);
     free(e);
     free(f);
-    return ok ? CCA_OK : _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_memory_summary: the write callback failed");
+    return ok ? CCA_OK : _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_memory_summary: the write callback failed");
 }

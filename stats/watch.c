@@ -299,11 +299,11 @@ static cca_status_t watch_add_view(cca_view_t *v, void *arg)
 static cca_status_t watch_add(cca_allocator_t *a, const char *who, watch_req_t *q, bool has_fn, uint64_t *id)
 {
     if (!a || !has_fn || !id)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", who, !a ? "allocator" : !has_fn ? "fn" : "id");
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", who, !a ? "allocator" : !has_fn ? "fn" : "id");
     if (q->which != CCA_WATCH_ALLOCATED && q->which != CCA_WATCH_RESERVED)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: unknown kind %d", who, (int)q->which);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "%s: unknown kind %d", who, (int)q->which);
     if (_cca_view(a, watch_add_view, q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", who);
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "%s: out of host memory", who);
     *id = q->id;
     return CCA_OK;
 }
@@ -325,12 +325,12 @@ cca_status_t cca_watch(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes,
 cca_status_t cca_watch_threshold_queued(cca_allocator_t *a, cca_watch_kind_t which, size_t bytes, uint64_t *id)
 {
     if (!a || !id)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: %s is NULL", !a ? "allocator" : "id");
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: %s is NULL", !a ? "allocator" : "id");
     if (which != CCA_WATCH_ALLOCATED && which != CCA_WATCH_RESERVED)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: unknown kind %d", (int)which);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_watch_threshold_queued: unknown kind %d", (int)which);
     watch_req_t q = { .which = which, .bytes = bytes, .fn = NULL };   /* no function: its crossings are notices */
     if (_cca_view(a, watch_add_view, &q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold_queued: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_watch_threshold_queued: out of host memory");
     *id = q.id;
     return CCA_OK;
 }
@@ -349,9 +349,9 @@ static cca_status_t watch_unwatch_view(cca_view_t *v, void *arg)
 
 cca_status_t cca_unwatch(cca_allocator_t *a, uint64_t id)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: allocator is NULL");
     if (_cca_view(a, watch_unwatch_view, &id) != CCA_OK)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_unwatch: no watch %llu", (unsigned long long)id);
     return CCA_OK;
 }
 
@@ -371,10 +371,10 @@ static cca_status_t watch_scope_begin_view(cca_view_t *v, void *arg)
 
 cca_status_t cca_scope_begin(cca_allocator_t *a, uint64_t *token)
 {
-    if (!a || !token) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
+    if (!a || !token) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_begin: %s is NULL", a ? "token" : "allocator");
     watch_req_t q = { 0 };
     if (_cca_view(a, watch_scope_begin_view, &q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
+        return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_scope_begin: out of host memory");
     *token = q.id;
     return CCA_OK;
 }
@@ -397,11 +397,11 @@ static cca_status_t watch_scope_end_view(cca_view_t *v, void *arg)
 
 cca_status_t cca_scope_end_sized(cca_allocator_t *a, uint64_t token, cca_scope_result_t *out, size_t out_size)
 {
-    if (!a) return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
+    if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: allocator is NULL");
     if (out && out_size < CCA_V1_SCOPE)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: %zu bytes is no cca_scope_result_t", out_size);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: %zu bytes is no cca_scope_result_t", out_size);
     watch_req_t q = { .id = token, .out = out, .out_size = out_size };
     if (_cca_view(a, watch_scope_end_view, &q) != CCA_OK)
-        return _cca_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_scope_end: no open scope %llu", (unsigned long long)token);
     return CCA_OK;
 }

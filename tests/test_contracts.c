@@ -730,10 +730,10 @@ Test(contracts, an_out_of_memory_without_a_report_forgets_the_threads_last_one)
     cr_assert_eq(r.requested, 50 * MiB);
     /* what cca_malloc returns when host memory for its bookkeeping runs out
      * (fail_host), and every other call's out-of-memory */
-    cr_assert_eq(_cca_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_malloc: out of host memory"), CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(_cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_malloc: out of host memory"), CCA_ERROR_OUT_OF_MEMORY);
     cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
     cr_assert_eq(r.verdict, CCA_OOM_NONE, "no stale report for an OOM that made none");
-    cr_assert_eq(_cca_fail(CCA_ERROR_INVALID_ARGUMENT, "x"), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(_cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "x"), CCA_ERROR_INVALID_ARGUMENT);
     cr_assert_eq(cca_malloc(a, &p, 45 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);
     cr_assert_eq(cca_thread_last_oom_report(&r), CCA_OK);
     cr_assert_eq(r.requested, 45 * MiB, "the next allocation's report replaces it");

@@ -5,9 +5,11 @@ has only include/ and allocator/view/ on its include path).
 - stats/ includes only system headers, its own stats_internal.h, the public
   headers (cca.h, cca_accounting.h) and the core's view (cca_view.h);
 - allocator/ includes nothing of stats/ and names no function stats/
-  defines but the one table the core takes from it (_cca_acct_ops), and
+  defines but the one table the core takes from it (_cca_stats_ops), and
   its view/ folder holds cca_view.h alone;
-- sim/ includes nothing of allocator/ or stats/.
+- sim/ includes nothing of allocator/ or stats/;
+- one prefix scheme (allocator/internal.h): a function FILE.c defines is
+  _cca_FILE_* if other files call it, FILE_* if static.
 
 Usage: test_layers.py SOURCE_ROOT"""
 import os
@@ -26,6 +28,24 @@ def sources(folder, exts=(".c", ".h", ".inc")):
 
 def includes(path):
     return INCLUDE.findall(open(path, encoding="utf-8").read())
+
+
+EXTERN = re.compile(r'^(?!static)[A-Za-z_][\w \*]*?\b(_cca_\w+)\s*\(', re.M)
+STATIC = re.compile(r'^static\b[\w \*]*?\b([a-z]\w*)\s*\(', re.M)
+
+
+def prefixes(folder):
+    bad = []
+    for path in sources(folder, (".c",)):
+        stem = os.path.basename(path)[:-2]
+        text = open(path, encoding="utf-8").read()
+        for name in EXTERN.findall(text):
+            if name != "_cca_" + stem and not name.startswith("_cca_%s_" % stem):
+                bad.append("%s defines %s: its functions are _cca_%s_*" % (path, name, stem))
+        for name in STATIC.findall(text):
+            if not name.startswith(stem + "_"):
+                bad.append("%s: static %s: its statics are %s_*" % (path, name, stem))
+    return bad
 
 
 def main():
@@ -47,7 +67,7 @@ def main():
                 bad.append("%s includes \"%s\": the core never calls stats/" % (path, name))
         for name in sorted(stats_defined):
             if re.search(r"\b%s\b" % name, text):
-                bad.append("%s names %s, which stats/ defines: the core tells stats/ only through _cca_acct_ops"
+                bad.append("%s names %s, which stats/ defines: the core tells stats/ only through _cca_stats_ops"
                            % (path, name))
     view = sorted(os.listdir(os.path.join(alloc, "view")))
     if view != ["cca_view.h"]:
@@ -56,6 +76,7 @@ def main():
         for kind, name in includes(path):
             if kind == '"' and (name in ("internal.h", "types.h", "core.h", "cca_view.h") or "stats" in name):
                 bad.append("%s includes \"%s\": the simulated device knows no allocator" % (path, name))
+    bad += prefixes(alloc) + prefixes(stats)
     if not stats_defined:
         bad.append("no functions found in stats/: the checker is broken")
     for line in bad:

@@ -74,10 +74,10 @@ static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_repor
 
 /* errors.c: the calling thread's last failure (cca_last_error_string) and
  * its last OOM report (verdict NONE: none since its last out-of-memory). */
-cca_status_t _cca_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void                    _cca_error_append(const char *text);   /* a line more in cca_last_error_string() */
-void                    _cca_thread_oom_set(const cca_oom_report_t *r);
-const cca_oom_report_t *_cca_thread_oom(void);
+cca_status_t _cca_errors_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void                    _cca_errors_append(const char *text);   /* a line more in cca_last_error_string() */
+void                    _cca_errors_thread_oom_set(const cca_oom_report_t *r);
+const cca_oom_report_t *_cca_errors_thread_oom(void);
 
 /* ---- the view ---- */
 
@@ -137,6 +137,6 @@ typedef struct cca_acct_ops {
     void (*after_oom)(cca_allocator_t *a);            /* after unlocking it */
     void (*destroy)(cca_acct_t *acct);
 } cca_acct_ops_t;
-extern const cca_acct_ops_t _cca_acct_ops;           /* stats/stats.c */
+extern const cca_acct_ops_t _cca_stats_ops;           /* stats/stats.c */
 
 #endif /* CCA_VIEW_H */
