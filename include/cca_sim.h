@@ -14,60 +14,95 @@
 extern "C" {
 #endif
 
+/* The runtime functions the simulated device counts, one list: X(id, name)
+ * for each, in the order of cca_sim_api_t (ids never move; new ones are
+ * appended), name being what cca_sim_api_name returns. */
+#define CCA_SIM_API_LIST(X) \
+    X(CCA_SIM_MALLOC, "cudaMalloc") \
+    X(CCA_SIM_FREE, "cudaFree") \
+    X(CCA_SIM_MEM_GET_INFO, "cudaMemGetInfo") \
+    X(CCA_SIM_EVENT_CREATE, "cudaEventCreate")       /* cudaEventCreate and ...WithFlags */ \
+    X(CCA_SIM_EVENT_RECORD, "cudaEventRecord") \
+    X(CCA_SIM_EVENT_QUERY, "cudaEventQuery") \
+    X(CCA_SIM_EVENT_SYNCHRONIZE, "cudaEventSynchronize") \
+    X(CCA_SIM_EVENT_DESTROY, "cudaEventDestroy") \
+    X(CCA_SIM_STREAM_SYNCHRONIZE, "cudaStreamSynchronize") \
+    X(CCA_SIM_STREAM_WAIT_EVENT, "cudaStreamWaitEvent") \
+    X(CCA_SIM_DEVICE_SYNCHRONIZE, "cudaDeviceSynchronize") \
+    X(CCA_SIM_GET_DEVICE, "cudaGetDevice") \
+    X(CCA_SIM_SET_DEVICE, "cudaSetDevice") \
+    X(CCA_SIM_GET_DEVICE_COUNT, "cudaGetDeviceCount") \
+    X(CCA_SIM_STREAM_CREATE, "cudaStreamCreate")     /* cudaStreamCreate and ...WithFlags */ \
+    X(CCA_SIM_STREAM_DESTROY, "cudaStreamDestroy") \
+    X(CCA_SIM_STREAM_QUERY, "cudaStreamQuery") \
+    X(CCA_SIM_STREAM_GET_ID, "cudaStreamGetId") \
+    X(CCA_SIM_GET_LAST_ERROR, "cudaGetLastError") \
+    X(CCA_SIM_PEEK_AT_LAST_ERROR, "cudaPeekAtLastError") \
+    X(CCA_SIM_GET_ERROR_STRING, "cudaGetErrorString") \
+    X(CCA_SIM_GET_ERROR_NAME, "cudaGetErrorName") \
+    /* appended: graph capture (its state only; EndCapture's graph is a token) */ \
+    X(CCA_SIM_STREAM_BEGIN_CAPTURE, "cudaStreamBeginCapture") \
+    X(CCA_SIM_STREAM_END_CAPTURE, "cudaStreamEndCapture") \
+    X(CCA_SIM_STREAM_IS_CAPTURING, "cudaStreamIsCapturing") \
+    /* appended: the driver's virtual memory calls, served by \
+     * cudaGetDriverEntryPointByVersion (a fault comes back as the CUresult \
+     * with the same number: cudaErrorMemoryAllocation is \
+     * CUDA_ERROR_OUT_OF_MEMORY, cudaErrorInvalidValue CUDA_ERROR_INVALID_VALUE) */ \
+    X(CCA_SIM_GET_DRIVER_ENTRY_POINT, "cudaGetDriverEntryPointByVersion")   /* (and _ptsz) */ \
+    X(CCA_SIM_MEM_CREATE, "cuMemCreate") \
+    X(CCA_SIM_MEM_RELEASE, "cuMemRelease") \
+    X(CCA_SIM_MEM_MAP, "cuMemMap") \
+    X(CCA_SIM_MEM_UNMAP, "cuMemUnmap") \
+    X(CCA_SIM_MEM_SET_ACCESS, "cuMemSetAccess") \
+    X(CCA_SIM_MEM_ADDRESS_RESERVE, "cuMemAddressReserve") \
+    X(CCA_SIM_MEM_ADDRESS_FREE, "cuMemAddressFree") \
+    X(CCA_SIM_MEM_GET_GRANULARITY, "cuMemGetAllocationGranularity")   /* 2 MiB */ \
+    X(CCA_SIM_MEM_GET_ACCESS, "cuMemGetAccess") \
+    /* appended: what a framework's start-up and compute path call and an \
+     * allocator never does (sim_framework.c). Kernels, copies and memsets \
+     * are stream-ordered work that touches no device memory; a copy to the \
+     * host fills the host side with zeros. */ \
+    X(CCA_SIM_GET_DEVICE_PROPERTIES, "cudaGetDeviceProperties")   /* (and _v2) */ \
+    X(CCA_SIM_DEVICE_GET_ATTRIBUTE, "cudaDeviceGetAttribute") \
+    X(CCA_SIM_DRIVER_GET_VERSION, "cudaDriverGetVersion") \
+    X(CCA_SIM_RUNTIME_GET_VERSION, "cudaRuntimeGetVersion") \
+    X(CCA_SIM_DEVICE_GET_STREAM_PRIORITY_RANGE, "cudaDeviceGetStreamPriorityRange") \
+    /* cudaStreamCreateWithPriority counts as CCA_SIM_STREAM_CREATE */ \
+    X(CCA_SIM_STREAM_GET_PRIORITY, "cudaStreamGetPriority") \
+    X(CCA_SIM_STREAM_GET_CAPTURE_INFO, "cudaStreamGetCaptureInfo") \
+    X(CCA_SIM_THREAD_EXCHANGE_CAPTURE_MODE, "cudaThreadExchangeStreamCaptureMode") \
+    X(CCA_SIM_DEVICE_CAN_ACCESS_PEER, "cudaDeviceCanAccessPeer") \
+    X(CCA_SIM_DEVICE_ENABLE_PEER_ACCESS, "cudaDeviceEnablePeerAccess") \
+    X(CCA_SIM_DEVICE_GET_PCI_BUS_ID, "cudaDeviceGetPCIBusId") \
+    X(CCA_SIM_POINTER_GET_ATTRIBUTES, "cudaPointerGetAttributes") \
+    X(CCA_SIM_FUNC_GET_ATTRIBUTES, "cudaFuncGetAttributes") \
+    X(CCA_SIM_FUNC_SET_ATTRIBUTE, "cudaFuncSetAttribute") \
+    /* cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags] */ \
+    X(CCA_SIM_OCCUPANCY, "cudaOccupancyMaxActiveBlocksPerMultiprocessor") \
+    X(CCA_SIM_GET_KERNEL, "__cudaGetKernel")         /* CUDA 13's <<<>>> */ \
+    /* cudaLaunchKernel, __cudaLaunchKernel, ...ExC, ...Cooperative */ \
+    X(CCA_SIM_LAUNCH_KERNEL, "cudaLaunchKernel") \
+    /* cudaMemset, cudaMemsetAsync, cuMemsetD32Async, cuStreamWriteValue32 */ \
+    X(CCA_SIM_MEMSET, "cudaMemsetAsync") \
+    X(CCA_SIM_MEMCPY, "cudaMemcpy")                  /* (synchronous) */ \
+    /* cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpyPeerAsync */ \
+    X(CCA_SIM_MEMCPY_ASYNC, "cudaMemcpyAsync") \
+    X(CCA_SIM_HOST_ALLOC, "cudaHostAlloc")           /* cudaHostAlloc, cudaMallocHost */ \
+    X(CCA_SIM_FREE_HOST, "cudaFreeHost") \
+    X(CCA_SIM_EVENT_ELAPSED_TIME, "cudaEventElapsedTime") \
+    /* the driver's device and context queries (cuInit, cuDriverGetVersion, \
+     * cuDeviceGet*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetAddressRange, \
+     * cuGetErrorString/Name - these two counted only, never failing; \
+     * cuMemsetD32Async and cuStreamWriteValue32 count as CCA_SIM_MEMSET), and the driver calls the simulated device does \
+     * not support (CUDA_ERROR_NOT_SUPPORTED: multicast, green contexts, \
+     * shareable handles, log callbacks) */ \
+    X(CCA_SIM_DRIVER_QUERY, "cuDeviceGet (driver queries)") \
+    X(CCA_SIM_DRIVER_UNSUPPORTED, "cuMulticastCreate (unsupported driver calls)")
+
 typedef enum cca_sim_api {               /* one per exported runtime function */
-    CCA_SIM_MALLOC, CCA_SIM_FREE, CCA_SIM_MEM_GET_INFO,
-    CCA_SIM_EVENT_CREATE,                /* cudaEventCreate and ...WithFlags */
-    CCA_SIM_EVENT_RECORD, CCA_SIM_EVENT_QUERY,
-    CCA_SIM_EVENT_SYNCHRONIZE, CCA_SIM_EVENT_DESTROY,
-    CCA_SIM_STREAM_SYNCHRONIZE, CCA_SIM_STREAM_WAIT_EVENT,
-    CCA_SIM_DEVICE_SYNCHRONIZE,
-    CCA_SIM_GET_DEVICE, CCA_SIM_SET_DEVICE, CCA_SIM_GET_DEVICE_COUNT,
-    CCA_SIM_STREAM_CREATE,               /* cudaStreamCreate and ...WithFlags */
-    CCA_SIM_STREAM_DESTROY, CCA_SIM_STREAM_QUERY, CCA_SIM_STREAM_GET_ID,
-    CCA_SIM_GET_LAST_ERROR, CCA_SIM_PEEK_AT_LAST_ERROR,
-    CCA_SIM_GET_ERROR_STRING, CCA_SIM_GET_ERROR_NAME,
-    /* appended: graph capture (its state only; EndCapture's graph is a token) */
-    CCA_SIM_STREAM_BEGIN_CAPTURE, CCA_SIM_STREAM_END_CAPTURE, CCA_SIM_STREAM_IS_CAPTURING,
-    /* appended: the driver's virtual memory calls, served by
-     * cudaGetDriverEntryPointByVersion (a fault comes back as the CUresult
-     * with the same number: cudaErrorMemoryAllocation is
-     * CUDA_ERROR_OUT_OF_MEMORY, cudaErrorInvalidValue CUDA_ERROR_INVALID_VALUE) */
-    CCA_SIM_GET_DRIVER_ENTRY_POINT,      /* cudaGetDriverEntryPointByVersion (and _ptsz) */
-    CCA_SIM_MEM_CREATE, CCA_SIM_MEM_RELEASE, CCA_SIM_MEM_MAP, CCA_SIM_MEM_UNMAP,
-    CCA_SIM_MEM_SET_ACCESS, CCA_SIM_MEM_ADDRESS_RESERVE, CCA_SIM_MEM_ADDRESS_FREE,
-    CCA_SIM_MEM_GET_GRANULARITY,         /* cuMemGetAllocationGranularity: 2 MiB */
-    CCA_SIM_MEM_GET_ACCESS,
-    /* appended: what a framework's start-up and compute path call and an
-     * allocator never does (sim_framework.inc). Kernels, copies and memsets
-     * are stream-ordered work that touches no device memory; a copy to the
-     * host fills the host side with zeros. */
-    CCA_SIM_GET_DEVICE_PROPERTIES,       /* cudaGetDeviceProperties (and _v2) */
-    CCA_SIM_DEVICE_GET_ATTRIBUTE,
-    CCA_SIM_DRIVER_GET_VERSION, CCA_SIM_RUNTIME_GET_VERSION,
-    CCA_SIM_DEVICE_GET_STREAM_PRIORITY_RANGE,
-    CCA_SIM_STREAM_GET_PRIORITY,         /* cudaStreamCreateWithPriority counts as CCA_SIM_STREAM_CREATE */
-    CCA_SIM_STREAM_GET_CAPTURE_INFO,
-    CCA_SIM_THREAD_EXCHANGE_CAPTURE_MODE,
-    CCA_SIM_DEVICE_CAN_ACCESS_PEER, CCA_SIM_DEVICE_ENABLE_PEER_ACCESS,
-    CCA_SIM_DEVICE_GET_PCI_BUS_ID,
-    CCA_SIM_POINTER_GET_ATTRIBUTES,
-    CCA_SIM_FUNC_GET_ATTRIBUTES, CCA_SIM_FUNC_SET_ATTRIBUTE,
-    CCA_SIM_OCCUPANCY,                   /* cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags] */
-    CCA_SIM_GET_KERNEL,                  /* __cudaGetKernel (CUDA 13's <<<>>>) */
-    CCA_SIM_LAUNCH_KERNEL,               /* cudaLaunchKernel, __cudaLaunchKernel, ...ExC, ...Cooperative */
-    CCA_SIM_MEMSET,                      /* cudaMemset, cudaMemsetAsync, cuMemsetD32Async, cuStreamWriteValue32 */
-    CCA_SIM_MEMCPY,                      /* cudaMemcpy (synchronous) */
-    CCA_SIM_MEMCPY_ASYNC,                /* cudaMemcpyAsync, cudaMemcpy2DAsync, cudaMemcpyPeerAsync */
-    CCA_SIM_HOST_ALLOC,                  /* cudaHostAlloc, cudaMallocHost */
-    CCA_SIM_FREE_HOST,
-    CCA_SIM_EVENT_ELAPSED_TIME,
-    /* the driver's device and context queries (cuInit, cuDriverGetVersion,
-     * cuDeviceGet*, cuDevicePrimaryCtx*, cuCtx*, cuMemGetAddressRange,
-     * cuGetErrorString/Name - these two counted only, never failing;
-     * cuMemsetD32Async and cuStreamWriteValue32 count as CCA_SIM_MEMSET), and the driver calls the simulated device does
-     * not support (CUDA_ERROR_NOT_SUPPORTED: multicast, green contexts,
-     * shareable handles, log callbacks) */
-    CCA_SIM_DRIVER_QUERY, CCA_SIM_DRIVER_UNSUPPORTED,
+#define CCA_SIM_API_ID_(id, name) id,
+    CCA_SIM_API_LIST(CCA_SIM_API_ID_)
+#undef CCA_SIM_API_ID_
     CCA_SIM_API_COUNT
 } cca_sim_api_t;
 

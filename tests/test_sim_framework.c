@@ -1,5 +1,5 @@
 /* test_sim_framework.c - the runtime and driver calls a framework's start-up
- * and compute path make (sim_framework.inc): device properties and
+ * and compute path make (sim_framework.c): device properties and
  * attributes, versions, stream priorities, capture queries, peers, pointer
  * and function attributes, occupancy, kernels, memsets and copies as
  * stream-ordered work, pinned host memory, the driver's device and context

@@ -1,6 +1,7 @@
-/* sim_framework.inc - the runtime and driver calls a framework's start-up and
- * compute path make and an allocator never does (included by sim.c, under its
- * lock and with its fault, count and latency machinery). Found from what
+/* sim_framework.c - the runtime and driver calls a framework's start-up and
+ * compute path make and an allocator never does (under the simulated
+ * device's lock and with its fault, count and latency machinery: the rest of
+ * the device is sim_runtime.c, sim_order.c and sim_vmm.c). Found from what
  * torch 2.15 and 2.11 import from libcudart.so.13 and look up in the driver,
  * and from runs of torch on the simulated device.
  *
@@ -20,6 +21,11 @@
  * cudaGetDriverEntryPointByVersion and cuGetProcAddress; the driver calls
  * the simulated device does not support answer CUDA_ERROR_NOT_SUPPORTED but
  * exist (c10 requires every entry point of its table to be found). */
+#include "sim_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define SIM_SMS        132
 #define SIM_PRIO_LEAST 0
@@ -52,7 +58,7 @@ static cudaError_t rt_begin(cca_sim_api_t api, tls_t **t)
     enter(api);
     *t = fw_me();
     lock();
-    return fault_now(api);
+    return sim_fault_now(api);
 }
 
 static cudaError_t rt_end(cca_sim_api_t api, tls_t *t, cudaError_t e)
@@ -72,7 +78,7 @@ static cudaError_t rt_refuse(cca_sim_api_t api, cudaError_t e)
 
 /* cca_sim_reset's part (under the lock). Pinned host memory stays the
  * caller's: forgotten, not freed. */
-static void framework_reset(void)
+void sim_framework_reset(void)
 {
     sim_map_clear(&hosts);
     memset(peer_on, 0, sizeof peer_on);
@@ -82,16 +88,12 @@ static void framework_reset(void)
  * a mapped VMM page), or -1 for host memory. */
 static int ptr_device(uintptr_t a)
 {
-    int n = atomic_load_explicit(&g.ndev, memory_order_relaxed);
+    int n = atomic_load_explicit(&sim_g.ndev, memory_order_relaxed);
     for (int d = 0; d < n; d++)
-        for (int r = 0; r < g.dev[d].nranges; r++)
-            if (a >= g.dev[d].ranges[r].base && a - g.dev[d].ranges[r].base < g.dev[d].ranges[r].size) return d;
-    size_t m = vmm_map_at(a);
-    if (m < vmm.nmaps && vmm.maps[m].addr <= a) {
-        vmm_handle_t *h = vmm_handle(vmm.maps[m].handle);
-        if (h) return h->dev;
-    }
-    return -1;
+        for (int r = 0; r < sim_g.dev[d].nranges; r++)
+            if (a >= sim_g.dev[d].ranges[r].base && a - sim_g.dev[d].ranges[r].base < sim_g.dev[d].ranges[r].size)
+                return d;
+    return sim_vmm_device_of(a);
 }
 
 /* Under the lock: the cudaHostAlloc result holding addr (its base or any
@@ -113,7 +115,7 @@ static void fill_props(struct cudaDeviceProp *p, int dev)
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cca simulated device %d", dev);
     for (int i = 0; i < 16; i++) p->uuid.bytes[i] = (char)(0xcc ^ (i * 17) ^ dev);
-    p->totalGlobalMem = g.dev[dev].capacity;
+    p->totalGlobalMem = sim_g.dev[dev].capacity;
     p->sharedMemPerBlock = 48 << 10;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
@@ -223,7 +225,8 @@ static cudaError_t get_props(struct cudaDeviceProp *prop, int device)
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_GET_DEVICE_PROPERTIES, &t);
     if (!e && !prop) e = cudaErrorInvalidValue;
-    if (!e && (device < 0 || device >= atomic_load_explicit(&g.ndev, memory_order_relaxed))) e = cudaErrorInvalidDevice;
+    if (!e && (device < 0 || device >= atomic_load_explicit(&sim_g.ndev, memory_order_relaxed)))
+        e = cudaErrorInvalidDevice;
     if (!e) fill_props(prop, device);
     return rt_end(CCA_SIM_GET_DEVICE_PROPERTIES, t, e);
 }
@@ -237,7 +240,8 @@ SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_DEVICE_GET_ATTRIBUTE, &t);
     if (!e && !value) e = cudaErrorInvalidValue;
-    if (!e && (device < 0 || device >= atomic_load_explicit(&g.ndev, memory_order_relaxed))) e = cudaErrorInvalidDevice;
+    if (!e && (device < 0 || device >= atomic_load_explicit(&sim_g.ndev, memory_order_relaxed)))
+        e = cudaErrorInvalidDevice;
     long v = e ? 0 : attr_value((int)attr, device);
     if (!e && v == -2) e = cudaErrorInvalidValue;
     if (!e) *value = (int)v;
@@ -261,7 +265,8 @@ SIM_API cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_DEVICE_GET_PCI_BUS_ID, &t);
     if (!e && (!pciBusId || len < 13)) e = cudaErrorInvalidValue;
-    if (!e && (device < 0 || device >= atomic_load_explicit(&g.ndev, memory_order_relaxed))) e = cudaErrorInvalidDevice;
+    if (!e && (device < 0 || device >= atomic_load_explicit(&sim_g.ndev, memory_order_relaxed)))
+        e = cudaErrorInvalidDevice;
     if (!e) snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", device + 1);
     return rt_end(CCA_SIM_DEVICE_GET_PCI_BUS_ID, t, e);
 }
@@ -283,20 +288,20 @@ SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned
 {
     if (priority > SIM_PRIO_LEAST) priority = SIM_PRIO_LEAST;   /* clamped, as the runtime does */
     if (priority < SIM_PRIO_MOST) priority = SIM_PRIO_MOST;
-    return stream_create(pStream, flags, priority);
+    return sim_stream_create(pStream, flags, priority);
 }
 
 static cudaError_t stream_priority(cudaStream_t stream, int *priority, bool ptsz)
 {
     tls_t *t;
     uint32_t i;
-    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_GET_PRIORITY, stream, ptsz, &t, &i);
+    cudaError_t e = sim_stream_call_begin(CCA_SIM_STREAM_GET_PRIORITY, stream, ptsz, &t, &i);
     if (!e && !priority) e = cudaErrorInvalidValue;
     if (!e) {
-        *priority = g.streams[i].priority;
+        *priority = sim_g.streams[i].priority;
         fault_ok(CCA_SIM_STREAM_GET_PRIORITY);
     }
-    return call_end(t, e);
+    return sim_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority) { return stream_priority(s, priority, false); }
@@ -309,20 +314,20 @@ static cudaError_t capture_info(cudaStream_t stream, enum cudaStreamCaptureStatu
 {
     tls_t *t;
     uint32_t i;
-    cudaError_t e = stream_call_begin(CCA_SIM_STREAM_GET_CAPTURE_INFO, stream, ptsz, &t, &i);
+    cudaError_t e = sim_stream_call_begin(CCA_SIM_STREAM_GET_CAPTURE_INFO, stream, ptsz, &t, &i);
     if (!e && !status) e = cudaErrorInvalidValue;
     if (!e) {
-        stream_t *s = &g.streams[i];
+        stream_t *s = &sim_g.streams[i];
         *status = (enum cudaStreamCaptureStatus)s->capture;
         bool on = s->capture == cudaStreamCaptureStatusActive;
         if (id && on) *id = s->capture_id;
-        if (graph && on) *graph = (cudaGraph_t)(void *)&graph_token;
+        if (graph && on) *graph = (cudaGraph_t)(void *)&sim_graph_token;
         if (deps && on) *deps = NULL;
         if (edges && on) *edges = NULL;
         if (ndeps && on) *ndeps = 0;
         fault_ok(CCA_SIM_STREAM_GET_CAPTURE_INFO);
     }
-    return call_end(t, e);
+    return sim_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
@@ -362,7 +367,7 @@ SIM_API cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int 
 {
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_DEVICE_CAN_ACCESS_PEER, &t);
-    int n = atomic_load_explicit(&g.ndev, memory_order_relaxed);
+    int n = atomic_load_explicit(&sim_g.ndev, memory_order_relaxed);
     if (!e && !canAccessPeer) e = cudaErrorInvalidValue;
     if (!e && (device < 0 || device >= n || peerDevice < 0 || peerDevice >= n)) e = cudaErrorInvalidDevice;
     if (!e) *canAccessPeer = device != peerDevice;
@@ -373,7 +378,7 @@ SIM_API cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flag
 {
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_DEVICE_ENABLE_PEER_ACCESS, &t);
-    int n = atomic_load_explicit(&g.ndev, memory_order_relaxed);
+    int n = atomic_load_explicit(&sim_g.ndev, memory_order_relaxed);
     if (!e && flags) e = cudaErrorInvalidValue;
     if (!e && (peerDevice < 0 || peerDevice >= n || peerDevice == t->dev)) e = cudaErrorInvalidDevice;
     if (!e && !dev_ok(t)) e = cudaErrorInvalidDevice;
@@ -467,13 +472,13 @@ SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *
 
 /* ---- work that touches no memory: kernels, memsets, copies -------- */
 
-/* Under the lock (from stream_call_begin): one work item on stream slot i;
+/* Under the lock (from sim_stream_call_begin): one work item on stream slot i;
  * `sync`: the host waits for it. */
 static cudaError_t work_item(uint32_t i, bool sync)
 {
-    if (!g.nheld) return cudaSuccess;                /* nothing held: it is done already */
-    if (enqueue(i, (target_t){ 0, 0, 0 }) == 0) return cudaErrorMemoryAllocation;
-    if (sync) force(tail_of(i));
+    if (!sim_g.nheld) return cudaSuccess;            /* nothing held: it is done already */
+    if (sim_enqueue(i, (target_t){ 0, 0, 0 }) == 0) return cudaErrorMemoryAllocation;
+    if (sync) sim_force(tail_of(i));
     return cudaSuccess;
 }
 
@@ -481,14 +486,14 @@ static cudaError_t launch(cca_sim_api_t api, const void *func, dim3 grid, dim3 b
 {
     tls_t *t;
     uint32_t i;
-    cudaError_t e = stream_call_begin(api, stream, ptsz, &t, &i);
+    cudaError_t e = sim_stream_call_begin(api, stream, ptsz, &t, &i);
     if (!e && !func) e = cudaErrorInvalidDeviceFunction;
     if (!e && ((uint64_t)block.x * block.y * block.z > 1024 || !grid.x || !grid.y || !grid.z || !block.x ||
                !block.y || !block.z))
         e = cudaErrorInvalidConfiguration;
-    if (!e && g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, false);
+    if (!e && sim_g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, false);
     if (!e) fault_ok(api);
-    return call_end(t, e);
+    return sim_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
@@ -550,27 +555,22 @@ static bool device_span(const void *p, size_t n)
     uintptr_t a = (uintptr_t)p;
     if (!n) n = 1;
     if (!p || a + n < a) return false;
-    for (size_t i = 0; g.allocs.slots && i <= g.allocs.mask; i++) {   /* inside one live cudaMalloc result */
-        const sim_alloc_t *r = &g.allocs.slots[i];
+    for (size_t i = 0; sim_g.allocs.slots && i <= sim_g.allocs.mask; i++) {   /* inside one live cudaMalloc result */
+        const sim_alloc_t *r = &sim_g.allocs.slots[i];
         if (r->addr && a >= r->addr && a - r->addr < r->size && n <= r->size - (a - r->addr)) return true;
     }
-    uintptr_t at = a;                                 /* else mapped read-write, mapping after mapping */
-    for (size_t m = vmm_map_at(a); m < vmm.nmaps && at < a + n; m++) {
-        if (vmm.maps[m].addr > at || vmm.maps[m].access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) break;
-        at = vmm.maps[m].addr + vmm.maps[m].size;
-    }
-    return at >= a + n;
+    return sim_vmm_readwrite(a, n);                   /* else mapped read-write, mapping after mapping */
 }
 
 static cudaError_t memset_on(void *devPtr, size_t count, cudaStream_t stream, bool ptsz, bool sync)
 {
     tls_t *t;
     uint32_t i;
-    cudaError_t e = stream_call_begin(CCA_SIM_MEMSET, stream, ptsz, &t, &i);
+    cudaError_t e = sim_stream_call_begin(CCA_SIM_MEMSET, stream, ptsz, &t, &i);
     if (!e && count && !device_span(devPtr, count)) e = cudaErrorInvalidValue;
-    if (!e && count && g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, sync);
+    if (!e && count && sim_g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, sync);
     if (!e) fault_ok(CCA_SIM_MEMSET);
-    return call_end(t, e);
+    return sim_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaMemset(void *devPtr, int value, size_t count)
@@ -618,12 +618,12 @@ static cudaError_t copy_on(cca_sim_api_t api, void *dst, size_t dpitch, const vo
 {
     tls_t *t;
     uint32_t i;
-    cudaError_t e = stream_call_begin(api, stream, ptsz, &t, &i);
-    if (!e && sync && g.nheld) force(tail_of(i));     /* the host waits for the work before it */
+    cudaError_t e = sim_stream_call_begin(api, stream, ptsz, &t, &i);
+    if (!e && sync && sim_g.nheld) sim_force(tail_of(i));     /* the host waits for the work before it */
     if (!e) e = copy_rows(dst, dpitch, src, spitch, width, height, kind);
-    if (!e && width && height && g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, sync);
+    if (!e && width && height && sim_g.streams[i].capture == cudaStreamCaptureStatusNone) e = work_item(i, sync);
     if (!e) fault_ok(api);
-    return call_end(t, e);
+    return sim_call_end(t, e);
 }
 
 SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
@@ -696,11 +696,11 @@ SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent
 {
     tls_t *t;
     cudaError_t e = rt_begin(CCA_SIM_EVENT_ELAPSED_TIME, &t);
-    event_t *a = e ? NULL : resolve_event(start), *b = e ? NULL : resolve_event(end);
+    event_t *a = e ? NULL : sim_resolve_event(start), *b = e ? NULL : sim_resolve_event(end);
     if (!e && !ms) e = cudaErrorInvalidValue;
     if (!e && (!a || !b || (a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming)))
         e = cudaErrorInvalidResourceHandle;
-    if (!e && g.nheld && (!complete(a->t) || !complete(b->t))) e = cudaErrorNotReady;
+    if (!e && sim_g.nheld && (!sim_complete(a->t) || !sim_complete(b->t))) e = cudaErrorNotReady;
     if (!e) *ms = 0.0f;                               /* no kernel takes time here */
     return rt_end(CCA_SIM_EVENT_ELAPSED_TIME, t, e);
 }
@@ -708,7 +708,7 @@ SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent
 SIM_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
 {
     if (flags & ~(unsigned)cudaEventRecordExternal) return rt_refuse(CCA_SIM_EVENT_RECORD, cudaErrorInvalidValue);
-    return event_record(event, stream, false);
+    return sim_event_record(event, stream, false);
 }
 
 /* ---- the driver's device and context queries ---------------------- */
@@ -719,7 +719,7 @@ static CUresult drv_enter(void)
 {
     enter(CCA_SIM_DRIVER_QUERY);
     lock();
-    return (CUresult)fault_now(CCA_SIM_DRIVER_QUERY);
+    return (CUresult)sim_fault_now(CCA_SIM_DRIVER_QUERY);
 }
 
 static CUresult drv_leave(CUresult r)
@@ -729,7 +729,7 @@ static CUresult drv_leave(CUresult r)
     return r;
 }
 
-static bool drv_dev_ok(CUdevice d) { return d >= 0 && d < atomic_load_explicit(&g.ndev, memory_order_relaxed); }
+static bool drv_dev_ok(CUdevice d) { return d >= 0 && d < atomic_load_explicit(&sim_g.ndev, memory_order_relaxed); }
 
 static int ctx_device(CUcontext c)
 {
@@ -765,7 +765,7 @@ SIM_API CUresult CUDAAPI cuDeviceGetCount(int *count)
 {
     CUresult r = drv_enter();
     if (!r && !count) r = CUDA_ERROR_INVALID_VALUE;
-    if (!r) *count = atomic_load_explicit(&g.ndev, memory_order_relaxed);
+    if (!r) *count = atomic_load_explicit(&sim_g.ndev, memory_order_relaxed);
     return drv_leave(r);
 }
 
@@ -794,7 +794,7 @@ SIM_API CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice dev)
     CUresult r = drv_enter();
     if (!r && !bytes) r = CUDA_ERROR_INVALID_VALUE;
     if (!r && !drv_dev_ok(dev)) r = CUDA_ERROR_INVALID_DEVICE;
-    if (!r) *bytes = g.dev[dev].capacity;
+    if (!r) *bytes = sim_g.dev[dev].capacity;
     return drv_leave(r);
 }
 
@@ -900,7 +900,7 @@ CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx)
 SIM_API CUresult CUDAAPI cuCtxSynchronize(void)
 {
     CUresult r = drv_enter();
-    if (!r) device_sync(me()->dev);
+    if (!r) sim_device_sync(me()->dev);
     return drv_leave(r);
 }
 
@@ -911,14 +911,11 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUde
     CUresult r = drv_enter();
     uintptr_t a = (uintptr_t)dptr, base = 0;
     size_t size = 0;
-    for (size_t i = 0; !r && g.allocs.slots && i <= g.allocs.mask && !base; i++) {
-        sim_alloc_t rec = g.allocs.slots[i];
+    for (size_t i = 0; !r && sim_g.allocs.slots && i <= sim_g.allocs.mask && !base; i++) {
+        sim_alloc_t rec = sim_g.allocs.slots[i];
         if (rec.addr && a >= rec.addr && a - rec.addr < (rec.size ? rec.size : 1)) base = rec.addr, size = rec.size;
     }
-    if (!r && !base) {
-        size_t m = vmm_map_at(a);
-        if (m < vmm.nmaps && vmm.maps[m].addr <= a) base = vmm.maps[m].addr, size = vmm.maps[m].size;
-    }
+    if (!r && !base) sim_vmm_mapping_of(a, &base, &size);
     if (!r && !base) r = CUDA_ERROR_NOT_FOUND;
     if (!r) {
         if (pbase) *pbase = (CUdeviceptr)base;
@@ -953,14 +950,14 @@ CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuui
  * cudaGetErrorString. */
 static void count_only(cca_sim_api_t api)
 {
-    atomic_fetch_add_explicit(&g.calls[api].v, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sim_g.calls[api].v, 1, memory_order_relaxed);
 }
 
 SIM_API CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
 {
     count_only(CCA_SIM_DRIVER_QUERY);
     if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-    *pStr = error_text((int)error);                   /* the runtime's numbers are the driver's for these */
+    *pStr = sim_error_text((int)error);                   /* the runtime's numbers are the driver's for these */
     return CUDA_SUCCESS;
 }
 
@@ -968,7 +965,7 @@ SIM_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
 {
     count_only(CCA_SIM_DRIVER_QUERY);
     if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-    *pStr = error_name((int)error);
+    *pStr = sim_error_name((int)error);
     return CUDA_SUCCESS;
 }
 
@@ -976,7 +973,7 @@ SIM_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
 static CUresult CUDAAPI drv_unsupported(void)
 {
     enter(CCA_SIM_DRIVER_UNSUPPORTED);
-    CUresult r = (CUresult)fault_now_unlocked(CCA_SIM_DRIVER_UNSUPPORTED);   /* an injected fault, else: */
+    CUresult r = (CUresult)sim_fault_now_unlocked(CCA_SIM_DRIVER_UNSUPPORTED);   /* an injected fault, else: */
     return r ? r : CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -1026,10 +1023,10 @@ static const struct { const char *name; void *fn; } driver_symbols[] = {
 
 /* The function a driver symbol names (its base name: cuCtxPushCurrent, not
  * ..._v2, as cuGetProcAddress takes it), or NULL. */
-static void *driver_symbol(const char *symbol)
+void *sim_driver_symbol(const char *symbol)
 {
-    for (size_t i = 0; i < sizeof vmm_symbols / sizeof vmm_symbols[0]; i++)
-        if (!strcmp(symbol, vmm_symbols[i].name)) return vmm_symbols[i].fn;
+    void *fn = sim_vmm_symbol(symbol);
+    if (fn) return fn;
     for (size_t i = 0; i < sizeof driver_symbols / sizeof driver_symbols[0]; i++)
         if (!strcmp(symbol, driver_symbols[i].name)) return driver_symbols[i].fn;
     for (size_t i = 0; i < sizeof unsupported_symbols / sizeof unsupported_symbols[0]; i++)
@@ -1046,7 +1043,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
     if (!r && (!symbol || !pfn || cudaVersion < 0 || cudaVersion > CUDA_VERSION || flags > 2))
         r = CUDA_ERROR_INVALID_VALUE;
     if (!r) {
-        *pfn = driver_symbol(symbol);
+        *pfn = sim_driver_symbol(symbol);
         if (symbolStatus) *symbolStatus = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         if (!*pfn) r = CUDA_ERROR_NOT_FOUND;
     }

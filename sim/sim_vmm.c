@@ -1,7 +1,7 @@
-/* sim_vmm.inc - CUDA's virtual memory management, as the driver API serves
- * it through cudaGetDriverEntryPointByVersion (included by sim.c, under its
- * lock and with its fault and latency machinery). What an allocator can
- * observe:
+/* sim_vmm.c - CUDA's virtual memory management, as the driver API serves
+ * it through cudaGetDriverEntryPointByVersion (under the simulated device's
+ * lock and with its fault and latency machinery), and the virtual memory
+ * controls of include/cca_sim.h. What an allocator can observe:
  * - granularity: 2 MiB, minimum and recommended;
  * - reservations (cuMemAddressReserve): address space only, no capacity,
  *   at most va_limit bytes in the process (64 TiB by default, as a real
@@ -26,6 +26,11 @@
  * CUresult with the same number (cudaErrorMemoryAllocation is
  * CUDA_ERROR_OUT_OF_MEMORY, cudaErrorInvalidValue CUDA_ERROR_INVALID_VALUE).
  * Driver calls leave the runtime's last error alone. */
+#include "sim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #define VMM_GRANULARITY ((size_t)2 << 20)
 #define VMM_VA_LIMIT    ((size_t)64 << 40)
@@ -76,7 +81,7 @@ static CUresult vmm_enter(cca_sim_api_t api)
 {
     enter(api);
     lock();
-    return (CUresult)fault_now(api);
+    return (CUresult)sim_fault_now(api);
 }
 
 static CUresult vmm_leave(cca_sim_api_t api, CUresult r)
@@ -115,7 +120,7 @@ static size_t vmm_map_at(uintptr_t addr)
 static void vmm_handle_drop(vmm_handle_t *h)
 {
     if (!h->released || h->maps) return;
-    device_t *d = &g.dev[h->dev];
+    device_t *d = &sim_g.dev[h->dev];
     d->used -= h->size;
     h->id = 0;
     vmm.hfree[vmm.nhfree++] = (uint32_t)(h - vmm.h);  /* room was made when the slot was */
@@ -125,7 +130,8 @@ static bool vmm_prop_ok(const CUmemAllocationProp *prop, int *dev)
 {
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return false;
-    if (prop->location.id < 0 || prop->location.id >= atomic_load_explicit(&g.ndev, memory_order_relaxed)) return false;
+    if (prop->location.id < 0 || prop->location.id >= atomic_load_explicit(&sim_g.ndev, memory_order_relaxed))
+        return false;
     *dev = prop->location.id;
     return true;
 }
@@ -195,7 +201,7 @@ static CUresult CUDAAPI sim_cuMemCreate(CUmemGenericAllocationHandle *handle, si
     int dev = 0;
     if (!r && (!handle || !size || size % VMM_GRANULARITY || flags || !vmm_prop_ok(prop, &dev)))
         r = CUDA_ERROR_INVALID_VALUE;
-    device_t *d = &g.dev[dev];
+    device_t *d = &sim_g.dev[dev];
     if (!r && (d->used > d->capacity || size > d->capacity - d->used)) r = CUDA_ERROR_OUT_OF_MEMORY;
     size_t slot = vmm.nhfree ? vmm.hfree[vmm.nhfree - 1] : vmm.nh;
     if (!r && slot == vmm.nh && (vmm.nh >= UINT32_MAX ||
@@ -282,7 +288,7 @@ static CUresult CUDAAPI sim_cuMemSetAccess(CUdeviceptr ptr, size_t size, const C
     if (!r && (!desc || !count)) r = CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; !r && i < count; i++)
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id < 0 ||
-            desc[i].location.id >= atomic_load_explicit(&g.ndev, memory_order_relaxed) ||
+            desc[i].location.id >= atomic_load_explicit(&sim_g.ndev, memory_order_relaxed) ||
             (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
              desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
             r = CUDA_ERROR_INVALID_VALUE;
@@ -317,14 +323,19 @@ static const struct { const char *name; void *fn; } vmm_symbols[] = {
     { "cuMemGetAccess", (void *)sim_cuMemGetAccess },
 };
 
-static void *driver_symbol(const char *symbol);
+void *sim_vmm_symbol(const char *symbol)
+{
+    for (size_t i = 0; i < sizeof vmm_symbols / sizeof vmm_symbols[0]; i++)
+        if (!strcmp(symbol, vmm_symbols[i].name)) return vmm_symbols[i].fn;
+    return NULL;
+}
 
 static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
                                enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     enter(CCA_SIM_GET_DRIVER_ENTRY_POINT);
     tls_t *t = me();
-    cudaError_t e = fault_now_unlocked(CCA_SIM_GET_DRIVER_ENTRY_POINT);
+    cudaError_t e = sim_fault_now_unlocked(CCA_SIM_GET_DRIVER_ENTRY_POINT);
     if (!e && (!symbol || !funcPtr || flags > cudaEnablePerThreadDefaultStream || cudaVersion > CUDA_VERSION))
         e = cudaErrorInvalidValue;                    /* a version past the (simulated) driver's: as the runtime */
     if (e) return fail(t, e);
@@ -333,7 +344,7 @@ static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int 
     bool vmm_call = false;
     for (size_t i = 0; i < sizeof vmm_symbols / sizeof vmm_symbols[0]; i++)
         if (!strcmp(symbol, vmm_symbols[i].name)) vmm_call = true;
-    void *fn = driver_symbol(symbol);                 /* sim_framework.inc: the VMM calls and the rest */
+    void *fn = sim_driver_symbol(symbol);         /* sim_framework.c: the VMM calls and the rest */
     if (fn && vmm_call && cudaVersion < 10020) {      /* the VMM calls came with CUDA 10.2 */
         st = cudaDriverEntryPointVersionNotSufficent;
     } else if (fn) {
@@ -341,7 +352,7 @@ static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int 
         st = cudaDriverEntryPointSuccess;
     }
     if (driverStatus) *driverStatus = st;
-    fault_ok_unlocked(CCA_SIM_GET_DRIVER_ENTRY_POINT);
+    sim_fault_ok_unlocked(CCA_SIM_GET_DRIVER_ENTRY_POINT);
     return cudaSuccess;                               /* a missing symbol too: NULL and the status say so */
 }
 
@@ -372,8 +383,44 @@ SIM_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, vo
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
 }
 
+/* ---- what the other files of the simulated device read (under the lock) ---- */
+
+size_t sim_vmm_handle_bytes(int dev)
+{
+    size_t n = 0;
+    for (size_t h = 0; h < vmm.nh; h++)
+        if (vmm.h[h].id && vmm.h[h].dev == dev) n += vmm.h[h].size;
+    return n;
+}
+
+int sim_vmm_device_of(uintptr_t a)
+{
+    size_t m = vmm_map_at(a);
+    if (m < vmm.nmaps && vmm.maps[m].addr <= a) {
+        vmm_handle_t *h = vmm_handle(vmm.maps[m].handle);
+        if (h) return h->dev;
+    }
+    return -1;
+}
+
+void sim_vmm_mapping_of(uintptr_t a, uintptr_t *base, size_t *size)
+{
+    size_t m = vmm_map_at(a);
+    if (m < vmm.nmaps && vmm.maps[m].addr <= a) *base = vmm.maps[m].addr, *size = vmm.maps[m].size;
+}
+
+bool sim_vmm_readwrite(uintptr_t a, size_t len)
+{
+    uintptr_t at = a;
+    for (size_t m = vmm_map_at(a); m < vmm.nmaps && at < a + len; m++) {
+        if (vmm.maps[m].addr > at || vmm.maps[m].access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) break;
+        at = vmm.maps[m].addr + vmm.maps[m].size;
+    }
+    return at >= a + len;
+}
+
 /* cca_sim_reset's part: every reservation, handle and mapping goes (under the lock). */
-static void vmm_reset(void)
+void sim_vmm_reset(void)
 {
     for (size_t i = 0; i < vmm.nres; i++) munmap((void *)vmm.res[i].base, vmm.res[i].size);
     free(vmm.res);
@@ -419,18 +466,11 @@ SIM_API int cca_sim_accessible(const void *ptr, size_t len)
     lock();
     int ok = 0;
     sim_alloc_t rec;                                  /* inside a live cudaMalloc result? */
-    for (size_t i = 0; !ok && g.allocs.slots && i <= g.allocs.mask; i++) {
-        rec = g.allocs.slots[i];
+    for (size_t i = 0; !ok && sim_g.allocs.slots && i <= sim_g.allocs.mask; i++) {
+        rec = sim_g.allocs.slots[i];
         if (rec.addr && a >= rec.addr && a - rec.addr <= rec.size && len <= rec.size - (a - rec.addr)) ok = 1;
     }
-    if (!ok) {                                        /* else mapped read-write, mapping after mapping */
-        uintptr_t at = a;
-        for (size_t m = vmm_map_at(a); m < vmm.nmaps && at < a + len; m++) {
-            if (vmm.maps[m].addr > at || vmm.maps[m].access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) break;
-            at = vmm.maps[m].addr + vmm.maps[m].size;
-        }
-        ok = at >= a + len;
-    }
+    if (!ok) ok = sim_vmm_readwrite(a, len);         /* else mapped read-write, mapping after mapping */
     unlock();
     return ok;
 }
