@@ -7,41 +7,32 @@
 
 #include "types.h"
 
-/* ptrmap.c: a stream's handed-out address -> block (its lookups inline). */
+/* ptrmap.c: a stream's handed-out address -> block, the shared map
+ * (common/cca_u64map.h) grown at a quarter load; its lookups inline, its
+ * growth and deletion out of line. */
+CCA_U64MAP_DEFINE(ptrmap, cca_ptrmap_t, cca_ptrmap_slot_t, key, cca_u64map_home_addr, 1, 4)
+
 bool         _cca_ptrmap_init(cca_ptrmap_t *m);
 void         _cca_ptrmap_fini(cca_ptrmap_t *m);
 bool         _cca_ptrmap_grow(cca_ptrmap_t *m);
 void         _cca_ptrmap_erase(cca_ptrmap_t *m, cca_ptrmap_slot_t *slot);
 
-static inline size_t _cca_ptrmap_home(uintptr_t key, size_t mask)
-{
-    uint64_t x = (uint64_t)key >> 9;                  /* addresses are 512-B aligned */
-    x *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 20) & mask;
-}
-
 /* Makes room for one more key, so a later put cannot fail. */
 static inline bool _cca_ptrmap_reserve(cca_ptrmap_t *m)
 {
-    return (m->count + 1) * 4 <= m->mask + 1 || _cca_ptrmap_grow(m);
+    return ptrmap_fits(m) || _cca_ptrmap_grow(m);
 }
 
 /* Adds key; the caller made room with _cca_ptrmap_reserve first. */
 static inline void _cca_ptrmap_put(cca_ptrmap_t *m, uintptr_t key, cca_block_t *b)
 {
-    size_t i = _cca_ptrmap_home(key, m->mask);
-    while (m->slots[i].key) i = (i + 1) & m->mask;
-    m->slots[i].key = key;
-    m->slots[i].block = b;
-    m->count++;
+    ptrmap_add(m, key)->block = b;
 }
 
 /* key's slot, or NULL; valid until the map next changes. */
 static inline cca_ptrmap_slot_t *_cca_ptrmap_find(const cca_ptrmap_t *m, uintptr_t key)
 {
-    for (size_t i = _cca_ptrmap_home(key, m->mask); m->slots[i].key; i = (i + 1) & m->mask)
-        if (m->slots[i].key == key) return &m->slots[i];
-    return NULL;
+    return ptrmap_find(m, key);
 }
 
 static inline cca_block_t *_cca_ptrmap_get(const cca_ptrmap_t *m, uintptr_t key)

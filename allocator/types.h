@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "cca.h"
+#include "cca_u64map.h"
 #include "lock.h"
 #include "view/cca_view.h"
 
@@ -142,10 +143,8 @@ typedef struct cca_ptrmap_slot {
     cca_block_t *block;
 } cca_ptrmap_slot_t;
 
-typedef struct cca_ptrmap {                           /* open addressing, linear probing */
-    cca_ptrmap_slot_t *slots;
-    size_t mask, count;
-    size_t bytes;                                     /* host bytes of slots */
+typedef struct cca_ptrmap {                           /* common/cca_u64map.h's: slots, mask, count, bytes (host bytes of slots) */
+    CCA_U64MAP_FIELDS(cca_ptrmap_slot_t);
 } cca_ptrmap_t;
 
 /* The stats kept per stream; the others (segment, reserved_bytes, num_*)

@@ -313,7 +313,7 @@ static int load_buffer(trace_t *out, char *buf)
         r = parse_lines(&L, buf);
     else
         snprintf(out->error, sizeof out->error, "out of memory");
-    out->n_live_at_end = L.live.len;
+    out->n_live_at_end = L.live.count;
     u64map_fini(&L.live);
     free(L.slot_size);
     if (r != 0) {

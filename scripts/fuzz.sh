@@ -16,7 +16,7 @@ cuda=${CUDA_PATH:-/usr/local/cuda}
 out=build-fuzz
 mkdir -p "$out" tests/fuzz-corpus
 flags="-std=c17 -O1 -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-flags="$flags -Iinclude -Iallocator -Istats -Isim -I$cuda/include -fvisibility=hidden"
+flags="$flags -Iinclude -Icommon -Iallocator -Istats -Isim -I$cuda/include -fvisibility=hidden"
 # shellcheck disable=SC2086
 clang $flags -o "$out/fuzz_cca" tests/fuzz_libfuzzer.c allocator/*.c stats/*.c sim/*.c -lpthread -lm
 work=$(mktemp -d)

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cca_u64map.h"
 
 #define SIM_HIDDEN __attribute__((visibility("hidden")))
 
@@ -54,8 +55,8 @@ SIM_HIDDEN int  sim_ext_give(sim_extents_t *x, uintptr_t addr, size_t size);
 SIM_HIDDEN void sim_ext_clear(sim_extents_t *x);
 SIM_HIDDEN size_t sim_ext_largest(const sim_extents_t *x);
 
-/* Live allocations, by base address: open addressing, linear probing,
- * backward-shift deletion. */
+/* Live allocations, by base address: the shared map (common/cca_u64map.h:
+ * linear probing, backward-shift deletion), grown at half load. */
 typedef struct sim_alloc {
     uintptr_t addr;        /* 0: empty slot */
     size_t size;           /* bytes requested (counted against capacity) */
@@ -63,7 +64,7 @@ typedef struct sim_alloc {
     int dev;
 } sim_alloc_t;
 
-typedef struct sim_ptrmap { sim_alloc_t *slots; size_t mask, count; } sim_ptrmap_t;
+typedef struct sim_ptrmap { CCA_U64MAP_FIELDS(sim_alloc_t); } sim_ptrmap_t;
 
 SIM_HIDDEN int  sim_map_put(sim_ptrmap_t *m, const sim_alloc_t *a);   /* 0, or -1: no host memory */
 SIM_HIDDEN int  sim_map_take(sim_ptrmap_t *m, uintptr_t addr, sim_alloc_t *out); /* 1: found and removed */

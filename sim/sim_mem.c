@@ -3,7 +3,6 @@
 #include "sim_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* ---- free extents: treap by address, augmented with the largest size ---- */
 
@@ -146,68 +145,25 @@ size_t sim_ext_largest(const sim_extents_t *x) { return mx(x->root); }
 
 /* ---- allocation map ---- */
 
-static size_t slot_of(const sim_ptrmap_t *m, uintptr_t a)
-{
-    uint64_t h = ((uint64_t)a >> 9) * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h ^ (h >> 29)) & m->mask;
-}
-
-static int grow(sim_ptrmap_t *m)
-{
-    size_t ncap = m->slots ? (m->mask + 1) * 2 : 64;
-    sim_alloc_t *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return -1;
-    sim_ptrmap_t nm = { ns, ncap - 1, 0 };
-    if (m->slots) {
-        for (size_t i = 0; i <= m->mask; i++) {
-            if (!m->slots[i].addr) continue;
-            size_t j = slot_of(&nm, m->slots[i].addr);
-            while (ns[j].addr) j = (j + 1) & nm.mask;
-            ns[j] = m->slots[i];
-            nm.count++;
-        }
-        free(m->slots);
-    }
-    *m = nm;
-    return 0;
-}
+CCA_U64MAP_DEFINE(sim_allocs, sim_ptrmap_t, sim_alloc_t, addr, cca_u64map_home_addr, 1, 2)
 
 int sim_map_put(sim_ptrmap_t *m, const sim_alloc_t *a)
 {
-    if ((!m->slots || (m->count + 1) * 2 > m->mask + 1) && grow(m) != 0) return -1;
-    size_t j = slot_of(m, a->addr);
-    while (m->slots[j].addr) j = (j + 1) & m->mask;
-    m->slots[j] = *a;
-    m->count++;
+    if (!sim_allocs_reserve(m)) return -1;
+    *sim_allocs_add(m, a->addr) = *a;
     return 0;
 }
 
 int sim_map_take(sim_ptrmap_t *m, uintptr_t addr, sim_alloc_t *out)
 {
-    if (!m->slots || addr == 0) return 0;
-    size_t j = slot_of(m, addr);
-    while (m->slots[j].addr != addr) {
-        if (!m->slots[j].addr) return 0;
-        j = (j + 1) & m->mask;
-    }
-    *out = m->slots[j];
-    /* backward-shift deletion */
-    size_t hole = j;
-    for (size_t i = (j + 1) & m->mask; m->slots[i].addr; i = (i + 1) & m->mask) {
-        size_t home = slot_of(m, m->slots[i].addr);
-        /* move i into the hole unless its home lies cyclically in (hole, i] */
-        int stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (!stays) { m->slots[hole] = m->slots[i]; hole = i; }
-    }
-    memset(&m->slots[hole], 0, sizeof m->slots[hole]);
-    m->count--;
+    sim_alloc_t *s = m->slots && addr ? sim_allocs_find(m, addr) : NULL;
+    if (!s) return 0;
+    *out = *s;
+    sim_allocs_erase(m, s);
     return 1;
 }
 
 void sim_map_clear(sim_ptrmap_t *m)
 {
-    free(m->slots);
-    m->slots = NULL;
-    m->mask = 0;
-    m->count = 0;
+    sim_allocs_fini(m);
 }

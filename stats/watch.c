@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cca_u64map.h"
 #include "stats_internal.h"
 
 typedef struct threshold {
@@ -23,14 +24,17 @@ typedef struct threshold {
 } threshold_t;
 
 /* A scope follows the blocks allocated while it is open, to tell what
- * they left allocated: an open-addressing set of their addresses (linear
- * probing, deletion by backward shift; 0 is never an address). */
+ * they left allocated: their addresses and sizes in the shared map
+ * (common/cca_u64map.h), grown at half load from empty (0 is never an
+ * address). */
 typedef struct live { uintptr_t addr; size_t size; } live_t;
+typedef struct live_set { CCA_U64MAP_FIELDS(live_t); } live_set_t;
+CCA_U64MAP_DEFINE(watch_set, live_set_t, live_t, addr, cca_u64map_home_addr, 1, 2)
+
 typedef struct scope {
     uint64_t token;
     cca_scope_result_t r;
-    live_t *set;
-    size_t cap;                                       /* a power of two, or 0 */
+    live_set_t set;                                   /* slots NULL until the first block */
 } scope_t;
 
 struct cca_watch_state {
@@ -137,52 +141,24 @@ static void watch_detect(const cca_view_t *v, cca_watch_kind_t which)
     tq.n = kept;
 }
 
-static size_t watch_slot(const scope_t *s, uintptr_t addr)
-{
-    size_t i = (size_t)((addr >> 9) * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
-    while (s->set[i].addr && s->set[i].addr != addr) i = (i + 1) & (s->cap - 1);
-    return i;
-}
-
-static bool watch_set_grow(scope_t *s)
-{
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    live_t *n = calloc(cap, sizeof *n);
-    if (!n) return false;
-    live_t *old = s->set;
-    size_t old_cap = s->cap;
-    s->set = n;
-    s->cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].addr) s->set[watch_slot(s, old[i].addr)] = old[i];
-    free(old);
-    return true;
-}
-
 static void watch_scope_taken(scope_t *s, uintptr_t addr, size_t size)
 {
-    if ((s->r.left_allocations + 1) * 2 > s->cap && !watch_set_grow(s)) {
+    if (!watch_set_reserve(&s->set)) {
         s->r.left_untracked++;
         return;
     }
-    s->set[watch_slot(s, addr)] = (live_t){ addr, size };
+    *watch_set_put(&s->set, addr) = (live_t){ addr, size };
     s->r.left_allocated += size;
     s->r.left_allocations++;
 }
 
 static void watch_scope_freed(scope_t *s, uintptr_t addr)
 {
-    if (!s->cap) return;
-    size_t i = watch_slot(s, addr);
-    if (!s->set[i].addr) return;                      /* allocated before the scope opened */
-    s->r.left_allocated -= s->set[i].size;
+    live_t *x = s->set.slots ? watch_set_find(&s->set, addr) : NULL;
+    if (!x) return;                                   /* allocated before the scope opened */
+    s->r.left_allocated -= x->size;
     s->r.left_allocations--;
-    s->set[i].addr = 0;
-    for (size_t j = (i + 1) & (s->cap - 1); s->set[j].addr; j = (j + 1) & (s->cap - 1)) {
-        live_t x = s->set[j];                         /* backward shift: keep every probe run whole */
-        s->set[j].addr = 0;
-        s->set[watch_slot(s, x.addr)] = x;
-    }
+    watch_set_erase(&s->set, x);
 }
 
 static void watch_update_scopes(const cca_view_t *v)
@@ -247,7 +223,7 @@ void _cca_watch_destroy(cca_acct_t *acct)
 {
     if (!acct->watch) return;
     free(acct->watch->th);
-    for (size_t i = 0; i < acct->watch->n_sc; i++) free(acct->watch->sc[i].set);
+    for (size_t i = 0; i < acct->watch->n_sc; i++) watch_set_fini(&acct->watch->sc[i].set);
     free(acct->watch->sc);
     free(acct->watch);
     acct->watch = NULL;
@@ -364,7 +340,7 @@ static cca_status_t watch_scope_begin_view(cca_view_t *v, void *arg)
     w->sc = sc;
     q->id = ++w->next_id;
     sc[w->n_sc++] = (scope_t){ q->id, { .peak_allocated = watch_figure(&v->stats, CCA_WATCH_ALLOCATED),
-                                        .peak_reserved = watch_figure(&v->stats, CCA_WATCH_RESERVED) }, NULL, 0 };
+                                        .peak_reserved = watch_figure(&v->stats, CCA_WATCH_RESERVED) }, { 0 } };
     watch_set_flag(v);
     return CCA_OK;
 }
@@ -388,7 +364,7 @@ static cca_status_t watch_scope_end_view(cca_view_t *v, void *arg)
     bool found = w && i < w->n_sc;
     if (found) {
         if (q->out) _cca_copy_out(q->out, q->out_size, &w->sc[i].r, sizeof w->sc[i].r);
-        free(w->sc[i].set);
+        watch_set_fini(&w->sc[i].set);
         w->sc[i] = w->sc[--w->n_sc];
     }
     watch_set_flag(v);

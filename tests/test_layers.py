@@ -3,11 +3,13 @@
 has only include/ and allocator/view/ on its include path).
 
 - stats/ includes only system headers, its own stats_internal.h, the public
-  headers (cca.h, cca_accounting.h) and the core's view (cca_view.h);
+  headers (cca.h, cca_accounting.h), the core's view (cca_view.h) and the
+  shared hash map (common/cca_u64map.h);
 - allocator/ includes nothing of stats/ and names no function stats/
   defines but the one table the core takes from it (_cca_stats_ops), and
   its view/ folder holds cca_view.h alone;
-- sim/ includes nothing of allocator/ or stats/;
+- sim/ includes nothing of allocator/ or stats/; common/ (what every layer
+  may include) includes system headers alone;
 - one prefix scheme (allocator/internal.h): a function FILE.c defines is
   _cca_FILE_* if other files call it, FILE_* if static.
 
@@ -52,7 +54,7 @@ def main():
     root = sys.argv[1]
     bad = []
     stats, alloc, sim = (os.path.join(root, d) for d in ("stats", "allocator", "sim"))
-    allowed = {"stats_internal.h", "cca.h", "cca_accounting.h", "cca_view.h"}
+    allowed = {"stats_internal.h", "cca.h", "cca_accounting.h", "cca_view.h", "cca_u64map.h"}
     for path in sources(stats):
         for kind, name in includes(path):
             if kind == '"' and name not in allowed:
@@ -76,6 +78,10 @@ def main():
         for kind, name in includes(path):
             if kind == '"' and (name in ("internal.h", "types.h", "core.h", "cca_view.h") or "stats" in name):
                 bad.append("%s includes \"%s\": the simulated device knows no allocator" % (path, name))
+    for path in sources(os.path.join(root, "common")):
+        for kind, name in includes(path):
+            if kind == '"':
+                bad.append("%s includes \"%s\": common/ may use only the C library" % (path, name))
     bad += prefixes(alloc) + prefixes(stats)
     if not stats_defined:
         bad.append("no functions found in stats/: the checker is broken")
