@@ -116,13 +116,13 @@ static cca_status_t check_kind_total(const char *name, int64_t v)
 }
 
 /* Every field of the public view by its kind (cca.h's list of cca_stats_t). */
-#define KIND_POOLED(name, f) \
+#define KIND_CCA_POOLED(name, f) \
     for (int p = 0; p < CCA_POOL_COUNT; p++) \
         if ((st = check_kind_stat(name, p, &(f)[p], acc)) != CCA_OK) return st;
-#define KIND_STAT(name, f) if ((st = check_kind_stat(name, -1, &(f), acc)) != CCA_OK) return st;
-#define KIND_COUNTER(name, f) if ((st = check_kind_total(name, f)) != CCA_OK) return st;
-#define KIND_GAUGE(name, f) KIND_COUNTER(name, f)
-#define KIND_SETTING(name, f)
+#define KIND_CCA_STAT(name, f) if ((st = check_kind_stat(name, -1, &(f), acc)) != CCA_OK) return st;
+#define KIND_CCA_COUNTER(name, f) if ((st = check_kind_total(name, f)) != CCA_OK) return st;
+#define KIND_CCA_GAUGE(name, f) KIND_CCA_COUNTER(name, f)
+#define KIND_CCA_SETTING(name, f)
 static cca_status_t check_kinds(cca_allocator_t *a, bool acc)
 {
     cca_stats_t v;

@@ -19,7 +19,6 @@ cca_status_t cca_get_config(cca_allocator_t *a, cca_config_t *out) { return cca_
 
 cca_status_t cca_get_stats(cca_allocator_t *a, cca_stats_t *out) { return cca_get_stats_sized(a, out, CCA_V1_STATS); }
 
-cca_status_t cca_thread_last_oom_report(cca_oom_report_t *out) { return cca_thread_last_oom_report_sized(out, CCA_V1_OOM); }
 
 cca_status_t cca_history_walk(cca_allocator_t *a, cca_history_fn fn, void *arg, uint64_t *dropped)
 {

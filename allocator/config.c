@@ -48,22 +48,45 @@ typedef struct key_spec {
     double off_d, lo_d, hi_d;                         /* NUMBER, OPEN */
 } key_spec_t;
 
+#define SPEC_T_CCA_KEY_MIB T_MIB
+#define SPEC_T_CCA_KEY_INTEGER T_INTEGER
+#define SPEC_T_CCA_KEY_NUMBER T_NUMBER
+#define SPEC_T_CCA_KEY_OPEN T_OPEN
+#define SPEC_T_CCA_KEY_BOOL T_BOOL
+#define SPEC_T_CCA_KEY_DIVISIONS T_DIVISIONS
+#define SPEC_T_CCA_KEY_PRESET T_PRESET
+#define SPEC_T_CCA_KEY_PATH T_PATH
 #define SPEC_AT_(field) offsetof(cca_config_t, field), sizeof(((cca_config_t *)0)->field)
-#define SPEC_AT_MIB(field) SPEC_AT_(field)
-#define SPEC_AT_INTEGER(field) SPEC_AT_(field)
-#define SPEC_AT_NUMBER(field) SPEC_AT_(field)
-#define SPEC_AT_OPEN(field) SPEC_AT_(field)
-#define SPEC_AT_BOOL(field) SPEC_AT_(field)
-#define SPEC_AT_DIVISIONS(field) SPEC_AT_(field)
-#define SPEC_AT_PATH(field) SPEC_AT_(field)
-#define SPEC_AT_PRESET(field) 0, 0
+#define SPEC_AT_CCA_KEY_MIB(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_INTEGER(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_NUMBER(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_OPEN(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_BOOL(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_DIVISIONS(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_PATH(field) SPEC_AT_(field)
+#define SPEC_AT_CCA_KEY_PRESET(field) 0, 0
 static const key_spec_t specs[K_COUNT] = {
 #define KEY_SPEC_(name, type, field, off, lo, hi, value, range, def, doc) \
-    { T_##type, #field, SPEC_AT_##type(field), (unsigned long long)(off), (unsigned long long)(lo), \
+    { SPEC_T_##type, #field, SPEC_AT_##type(field), (unsigned long long)(off), (unsigned long long)(lo), \
       (unsigned long long)(hi), (double)(off), (double)(lo), (double)(hi) },
     CCA_CONFIG_KEY_TABLE(KEY_SPEC_)
 #undef KEY_SPEC_
 };
+
+/* Each key's field has the C type its kind reads and writes. */
+#define SPEC_FIELD_(field, type) \
+    _Static_assert(sizeof(((cca_config_t *)0)->field) == sizeof(type), #field " is no " #type);
+#define SPEC_FIELD_CCA_KEY_MIB(field) SPEC_FIELD_(field, size_t)
+#define SPEC_FIELD_CCA_KEY_INTEGER(field) SPEC_FIELD_(field, size_t)
+#define SPEC_FIELD_CCA_KEY_NUMBER(field) SPEC_FIELD_(field, double)
+#define SPEC_FIELD_CCA_KEY_OPEN(field) SPEC_FIELD_(field, double)
+#define SPEC_FIELD_CCA_KEY_BOOL(field) SPEC_FIELD_(field, int)
+#define SPEC_FIELD_CCA_KEY_DIVISIONS(field) SPEC_FIELD_(field, unsigned[CCA_ROUNDUP_INTERVALS])
+#define SPEC_FIELD_CCA_KEY_PATH(field) _Static_assert(sizeof(((cca_config_t *)0)->field[0]) == 1, #field " is no char array");
+#define SPEC_FIELD_CCA_KEY_PRESET(field)
+#define KEY_FIELD_(name, type, field, off, lo, hi, value, range, def, doc) SPEC_FIELD_##type(field)
+CCA_CONFIG_KEY_TABLE(KEY_FIELD_)
+#undef KEY_FIELD_
 
 static void *config_spec_field(cca_config_t *c, int k) { return (char *)c + specs[k].offset; }
 static const void *config_spec_cfield(const cca_config_t *c, int k) { return (const char *)c + specs[k].offset; }
@@ -108,15 +131,21 @@ static bool config_field_ok(const cca_config_t *c, int k, char *why, size_t len)
     case T_INTEGER: {
         unsigned long long v = *(const size_t *)f;
         if (v == sp->off_u || (v >= sp->lo_u && v <= sp->hi_u)) return true;
-        snprintf(why, len, "%s (%s) is %llu: it must be %llu .. %llu%s, or %llu: %s", name, sp->field, v, sp->lo_u,
-                 sp->hi_u, sp->type == T_MIB ? " bytes" : "", sp->off_u, keys[k].default_value);
+        char off[96] = "", who[96];
+        if (sp->off_u == SIZE_MAX) snprintf(off, sizeof off, ", or SIZE_MAX (%s)", keys[k].default_value);
+        else if (sp->off_u < sp->lo_u || sp->off_u > sp->hi_u)  /* off outside the bounds: say it too */
+            snprintf(off, sizeof off, ", or %llu (%s)", sp->off_u, keys[k].default_value);
+        if (strcmp(name, sp->field)) snprintf(who, sizeof who, "%s (%s)", name, sp->field);
+        else snprintf(who, sizeof who, "%s", name);
+        snprintf(why, len, "%s is %llu: it must be %llu .. %llu%s%s", who, v, sp->lo_u, sp->hi_u,
+                 sp->type == T_MIB ? " bytes" : "", off);
         return false;
     }
     case T_NUMBER:
     case T_OPEN: {
         double d = *(const double *)f;
         if (d == sp->off_d || config_spec_number_ok(sp, d)) return true;
-        snprintf(why, len, "%s is %g: it must be in %s, or %g: %s", name, d, keys[k].range, sp->off_d,
+        snprintf(why, len, "%s is %g: it must be in %s, or %g (%s)", name, d, keys[k].range, sp->off_d,
                  keys[k].default_value);
         return false;
     }

@@ -27,6 +27,7 @@ bool         _cca_config_key_ok(const cca_config_t *c, const char *key, char *wh
 /* alloc.c: the public calls and the all-locked path. */
 void   _cca_alloc_lock_all(cca_allocator_t *a);
 void   _cca_alloc_unlock_all(cca_allocator_t *a, cca_stream_t *trigger);   /* trigger: stream served, or NULL */
+void   _cca_alloc_reap_pending(cca_allocator_t *a);   /* all locked: _cca_stream_reap_all if a stream is dying */
 
 /* segment.c: segments and the device (all locked). */
 typedef struct dev_guard { int prev; bool switched; } dev_guard_t;

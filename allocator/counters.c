@@ -88,16 +88,16 @@ void _cca_counters_refresh(cca_allocator_t *a)
 }
 
 /* What each kind of cca_stats_t's list (cca.h) does on a reset. */
-#define RESET_ACC_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_ACC_STAT((f)[p])
-#define RESET_ACC_STAT(f) ((f).allocated = (f).freed = 0);
-#define RESET_ACC_COUNTER(f) ((f) = 0);
-#define RESET_ACC_GAUGE(f)
-#define RESET_ACC_SETTING(f)
-#define RESET_PEAK_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_PEAK_STAT((f)[p])
-#define RESET_PEAK_STAT(f) ((f).peak = (f).current);
-#define RESET_PEAK_COUNTER(f)
-#define RESET_PEAK_GAUGE(f)
-#define RESET_PEAK_SETTING(f)
+#define RESET_ACC_CCA_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_ACC_CCA_STAT((f)[p])
+#define RESET_ACC_CCA_STAT(f) ((f).allocated = (f).freed = 0);
+#define RESET_ACC_CCA_COUNTER(f) ((f) = 0);
+#define RESET_ACC_CCA_GAUGE(f)
+#define RESET_ACC_CCA_SETTING(f)
+#define RESET_PEAK_CCA_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_PEAK_CCA_STAT((f)[p])
+#define RESET_PEAK_CCA_STAT(f) ((f).peak = (f).current);
+#define RESET_PEAK_CCA_COUNTER(f)
+#define RESET_PEAK_CCA_GAUGE(f)
+#define RESET_PEAK_CCA_SETTING(f)
 
 void _cca_counters_reset_accumulated(cca_allocator_t *a)
 {
@@ -111,7 +111,7 @@ void _cca_counters_reset_accumulated(cca_allocator_t *a)
 #define RESET_ACC_(kind, name, doc) RESET_ACC_##kind(a->stats.name)
     CCA_STATS_FIELDS(RESET_ACC_)
 #undef RESET_ACC_
-    RESET_ACC_POOLED(a->oversize_pools);                /* the per-pool form of oversize_allocations */
+    RESET_ACC_CCA_POOLED(a->oversize_pools);                /* the per-pool form of oversize_allocations */
 }
 
 void _cca_counters_reset_peaks(cca_allocator_t *a)
@@ -119,7 +119,7 @@ void _cca_counters_reset_peaks(cca_allocator_t *a)
 #define RESET_PEAK_(kind, name, doc) RESET_PEAK_##kind(a->stats.name)
     CCA_STATS_FIELDS(RESET_PEAK_)
 #undef RESET_PEAK_
-    RESET_PEAK_POOLED(a->oversize_pools);
+    RESET_PEAK_CCA_POOLED(a->oversize_pools);
     a->counters_moved = true;                  /* the leases must shrink to the new peaks */
 }
 

@@ -259,7 +259,7 @@ cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes)
     cca_config_t probe;
     char why[256];
     create_probe_config(&probe);
-    probe.memory_limit = bytes;
+    probe.memory_limit = bytes > (size_t)INT64_MAX ? (size_t)INT64_MAX : bytes;   /* past 2^63: no cap, as always */
     if (!_cca_config_key_ok(&probe, "memory_limit_mb", why, sizeof why))
         return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_set_memory_limit: %s", why);
     return create_change_cap(a, "cca_set_memory_limit", NULL, &bytes);

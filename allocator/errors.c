@@ -13,14 +13,6 @@ static _Thread_local cca_oom_report_t thread_oom;     /* verdict NONE (0): none 
 void _cca_errors_thread_oom_set(const cca_oom_report_t *r) { thread_oom = *r; }
 const cca_oom_report_t *_cca_errors_thread_oom(void) { return &thread_oom; }
 
-cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
-{
-    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
-    if (out_size < CCA_V1_OOM)
-        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t", out_size);
-    _cca_oom_copy_out(out, out_size, &thread_oom);
-    return CCA_OK;
-}
 
 const char *cca_status_string(cca_status_t s)
 {

@@ -67,7 +67,6 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
 void          _cca_stream_reap_all(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
-void          _cca_alloc_reap_pending(cca_allocator_t *a);            /* all locked: _cca_stream_reap_all if a stream is dying (alloc.c) */
 bool          _cca_stream_registry_add(cca_allocator_t *a);            /* live allocators, for thread-exit hooks */
 void          _cca_stream_registry_remove(cca_allocator_t *a);
 

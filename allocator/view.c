@@ -82,6 +82,7 @@ static void view_block_info(const cca_segment_info_t *si, const cca_block_t *b, 
     bi->context = state == CCA_STATE_INACTIVE ? 0 : b->context;
 }
 
+/* A segment's identity; its sums are added block by block (the walk). */
 static void view_segment_info(const cca_allocator_t *a, const cca_segment_t *s, cca_segment_info_t *si)
 {
     memset(si, 0, sizeof *si);
@@ -91,26 +92,33 @@ static void view_segment_info(const cca_allocator_t *a, const cca_segment_t *s, 
     si->total_size = s->size;
     si->stream = s->stream->handle;
     si->is_expandable = s->expandable;
-    for (const cca_block_t *b = s->first; b; b = b->next) {
-        si->n_blocks++;
-        if (b->state == CCA_BLOCK_FREE) continue;
-        si->active_size += b->size;
-        if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
-        si->requested_size += b->requested;
-    }
 }
 
+static void view_segment_add(cca_segment_info_t *si, const cca_block_t *b)
+{
+    si->n_blocks++;
+    if (b->state == CCA_BLOCK_FREE) return;
+    si->active_size += b->size;
+    if (b->state == CCA_BLOCK_ALLOCATED) si->allocated_size += b->size;
+    si->requested_size += b->requested;
+}
+
+/* One pass over each segment's blocks: each block handed over, then its
+ * segment with the sums complete. */
 void _cca_view_walk(const cca_view_t *v, const cca_view_walk_t *w)
 {
     for (const cca_segment_t *s = v->a->segments; s; s = s->next) {
         cca_segment_info_t si;
         view_segment_info(v->a, s, &si);
-        if (w->segment && w->segment(&si, w->arg)) return;
-        for (const cca_block_t *b = s->first; w->block && b; b = b->next) {
-            cca_block_info_t bi;
-            view_block_info(&si, b, &bi);
-            if (w->block(&si, &bi, b->state == CCA_BLOCK_FREE && _cca_block_counts_split(b), w->arg)) return;
+        for (const cca_block_t *b = s->first; b; b = b->next) {
+            if (w->block) {
+                cca_block_info_t bi;
+                view_block_info(&si, b, &bi);
+                if (w->block(&si, &bi, b->state == CCA_BLOCK_FREE && _cca_block_counts_split(b), w->arg)) return;
+            }
+            view_segment_add(&si, b);
         }
+        if (w->segment && w->segment(&si, w->arg)) return;
     }
 }
 

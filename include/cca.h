@@ -101,61 +101,65 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
  * exported layout, cca_stats_fields() and the Python package's names all
  * expand from this list. Fields are only ever appended. */
 #define CCA_STATS_LIST_(F, X) \
-    F(X, POOLED,  allocation,           "live allocations (count)") \
-    F(X, POOLED,  segment,              "device segments (count); expandable: contiguous mapped ranges (PyTorch counts none)") \
-    F(X, POOLED,  active,               "allocated or awaiting stream events (count)") \
-    F(X, POOLED,  inactive_split,       "free blocks inside split segments (count; not expandable ones, as PyTorch)") \
-    F(X, POOLED,  allocated_bytes,      "rounded bytes handed out") \
-    F(X, POOLED,  reserved_bytes,       "bytes held from the device (expandable: physical handles, mapped or not)") \
-    F(X, POOLED,  active_bytes,         "allocated or awaiting stream events (bytes)") \
-    F(X, POOLED,  inactive_split_bytes, "free bytes inside split segments (not expandable ones)") \
-    F(X, POOLED,  requested_bytes,      "bytes the callers asked for") \
-    F(X, COUNTER, num_alloc_retries,    "device allocations retried after releasing the cache") \
-    F(X, COUNTER, num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned (cca_malloc_try's not counted)") \
-    F(X, COUNTER, num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
-    F(X, COUNTER, num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
-    F(X, COUNTER, num_sync_all_streams, "waits for all pending events") \
-    F(X, STAT,    oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
-    F(X, STAT,    oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
-    F(X, SETTING, max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
-    F(X, GAUGE,   host_bytes,           "host memory cca holds for its own bookkeeping") \
-    F(X, COUNTER, num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
-    F(X, COUNTER, num_handle_release,   "physical handles released (cuMemRelease)") \
-    F(X, STAT,    unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
+    F(X, CCA_POOLED,  allocation,           "live allocations (count)") \
+    F(X, CCA_POOLED,  segment,              "device segments (count); expandable: contiguous mapped ranges (PyTorch counts none)") \
+    F(X, CCA_POOLED,  active,               "allocated or awaiting stream events (count)") \
+    F(X, CCA_POOLED,  inactive_split,       "free blocks inside split segments (count; not expandable ones, as PyTorch)") \
+    F(X, CCA_POOLED,  allocated_bytes,      "rounded bytes handed out") \
+    F(X, CCA_POOLED,  reserved_bytes,       "bytes held from the device (expandable: physical handles, mapped or not)") \
+    F(X, CCA_POOLED,  active_bytes,         "allocated or awaiting stream events (bytes)") \
+    F(X, CCA_POOLED,  inactive_split_bytes, "free bytes inside split segments (not expandable ones)") \
+    F(X, CCA_POOLED,  requested_bytes,      "bytes the callers asked for") \
+    F(X, CCA_COUNTER, num_alloc_retries,    "device allocations retried after releasing the cache") \
+    F(X, CCA_COUNTER, num_ooms,             "CCA_ERROR_OUT_OF_MEMORY returned (cca_malloc_try's not counted)") \
+    F(X, CCA_COUNTER, num_device_alloc,     "successful cudaMalloc calls (expandable: cuMemMap calls, as PyTorch)") \
+    F(X, CCA_COUNTER, num_device_free,      "successful cudaFree calls (expandable: cuMemUnmap calls)") \
+    F(X, CCA_COUNTER, num_sync_all_streams, "waits for all pending events") \
+    F(X, CCA_STAT,    oversize_allocations, "allocations of at least max_split_size (count; as PyTorch)") \
+    F(X, CCA_STAT,    oversize_segments,    "segments of at least max_split_size (count; as PyTorch)") \
+    F(X, CCA_SETTING, max_split_size,       "the max_split_size setting in bytes; -1: unlimited (as torch)") \
+    F(X, CCA_GAUGE,   host_bytes,           "host memory cca holds for its own bookkeeping") \
+    F(X, CCA_COUNTER, num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
+    F(X, CCA_COUNTER, num_handle_release,   "physical handles released (cuMemRelease)") \
+    F(X, CCA_STAT,    unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
 
 /* Each kind's C type and array suffix. */
-#define CCA_STATS_TYPE_POOLED  cca_stat_t
-#define CCA_STATS_TYPE_STAT    cca_stat_t
-#define CCA_STATS_TYPE_COUNTER int64_t
-#define CCA_STATS_TYPE_GAUGE   int64_t
-#define CCA_STATS_TYPE_SETTING int64_t
-#define CCA_STATS_DIMS_POOLED  [CCA_POOL_COUNT]
-#define CCA_STATS_DIMS_STAT
-#define CCA_STATS_DIMS_COUNTER
-#define CCA_STATS_DIMS_GAUGE
-#define CCA_STATS_DIMS_SETTING
+#define CCA_STATS_TYPE_CCA_POOLED  cca_stat_t
+#define CCA_STATS_TYPE_CCA_STAT    cca_stat_t
+#define CCA_STATS_TYPE_CCA_COUNTER int64_t
+#define CCA_STATS_TYPE_CCA_GAUGE   int64_t
+#define CCA_STATS_TYPE_CCA_SETTING int64_t
+#define CCA_STATS_DIMS_CCA_POOLED  [CCA_POOL_COUNT]
+#define CCA_STATS_DIMS_CCA_STAT
+#define CCA_STATS_DIMS_CCA_COUNTER
+#define CCA_STATS_DIMS_CCA_GAUGE
+#define CCA_STATS_DIMS_CCA_SETTING
 
 #define CCA_STATS_ALL_(X, kind, name, doc) X(kind, name, doc)
 #define CCA_STATS_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_ALL_, X)
 
 /* The list's fields of one kind, X(name, meaning): CCA_STAT_FIELDS the
- * POOLED ones, CCA_COUNTER_FIELDS the COUNTER ones. */
+ * CCA_POOLED ones, CCA_COUNTER_FIELDS the CCA_COUNTER ones - all seven
+ * (before the one list it named the first five, which sat together after
+ * the pooled stats; the appended fields were CCA_STATS_TAIL_FIELDS, gone:
+ * mirror the struct with CCA_STATS_FIELDS). Each view expands the list, so
+ * one cannot be used inside another's X. */
 #define CCA_STAT_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_POOLED_, X)
 #define CCA_COUNTER_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_COUNTER_, X)
 #define CCA_STATS_POOLED_(X, kind, name, doc) CCA_STATS_ONLY_##kind##_POOLED(X, name, doc)
 #define CCA_STATS_COUNTER_(X, kind, name, doc) CCA_STATS_ONLY_##kind##_COUNTER(X, name, doc)
 #define CCA_STATS_YES_(X, name, doc) X(name, doc)
 #define CCA_STATS_NO_(X, name, doc)
-#define CCA_STATS_ONLY_POOLED_POOLED   CCA_STATS_YES_
-#define CCA_STATS_ONLY_STAT_POOLED     CCA_STATS_NO_
-#define CCA_STATS_ONLY_COUNTER_POOLED  CCA_STATS_NO_
-#define CCA_STATS_ONLY_GAUGE_POOLED    CCA_STATS_NO_
-#define CCA_STATS_ONLY_SETTING_POOLED  CCA_STATS_NO_
-#define CCA_STATS_ONLY_POOLED_COUNTER  CCA_STATS_NO_
-#define CCA_STATS_ONLY_STAT_COUNTER    CCA_STATS_NO_
-#define CCA_STATS_ONLY_COUNTER_COUNTER CCA_STATS_YES_
-#define CCA_STATS_ONLY_GAUGE_COUNTER   CCA_STATS_NO_
-#define CCA_STATS_ONLY_SETTING_COUNTER CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_POOLED_POOLED   CCA_STATS_YES_
+#define CCA_STATS_ONLY_CCA_STAT_POOLED     CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_COUNTER_POOLED  CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_GAUGE_POOLED    CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_SETTING_POOLED  CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_POOLED_COUNTER  CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_STAT_COUNTER    CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_COUNTER_COUNTER CCA_STATS_YES_
+#define CCA_STATS_ONLY_CCA_GAUGE_COUNTER   CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_SETTING_COUNTER CCA_STATS_NO_
 
 typedef struct cca_stats {
 #define CCA_STATS_MEMBER_(kind, name, doc) CCA_STATS_TYPE_##kind name CCA_STATS_DIMS_##kind;
@@ -164,7 +168,8 @@ typedef struct cca_stats {
 } cca_stats_t;
 
 /* The list above as a table, for bindings: each field's name, its kind as
- * the list writes it ("POOLED", "STAT", "COUNTER", "GAUGE", "SETTING") and
+ * the list writes it ("CCA_POOLED", "CCA_STAT", "CCA_COUNTER", "CCA_GAUGE",
+ * "CCA_SETTING") and
  * meaning, in struct order; *count (may be NULL) gets how many. Offsets and
  * types: cca_struct_layout("cca_stats_t"). This descriptor never grows. */
 typedef struct cca_stats_field {
@@ -184,37 +189,37 @@ CCA_PLAIN_(void, cca_config_init, (cca_config_t *cfg),
  * by the parser, both validation paths (the string's and cca_create's),
  * the run-time cap setters, every message, the defaults, the exported
  * table (cca_config_keys) and README's table (a test compares). type:
- *   MIB       an integer of MiB, kept in bytes in field: lo .. hi bytes
- *   INTEGER   an integer, lo .. hi
- *   NUMBER    a decimal number in [lo, hi]
- *   OPEN      a decimal number in (lo, hi)
- *   BOOL      True or False (any case), 1 or 0, kept as 1 or 0
- *   DIVISIONS N, or a list [MB:N,...,>:N]: each N 0 or a power of 2 up to hi
- *   PRESET    one of the presets' names (no field)
- *   PATH      text shorter than field (a char array)
+ *   CCA_KEY_MIB       an integer of MiB, kept in bytes in field: lo .. hi bytes
+ *   CCA_KEY_INTEGER   an integer, lo .. hi
+ *   CCA_KEY_NUMBER    a decimal number in [lo, hi]
+ *   CCA_KEY_OPEN      a decimal number in (lo, hi)
+ *   CCA_KEY_BOOL      True or False (any case), 1 or 0, kept as 1 or 0
+ *   CCA_KEY_DIVISIONS N, or a list [MB:N,...,>:N]: each N 0 or a power of 2 up to hi
+ *   CCA_KEY_PRESET    one of the presets' names (no field)
+ *   CCA_KEY_PATH      text shorter than field (a char array)
  * field is the cca_config_t member the key sets, off its default there,
  * which turns the key off and is always accepted in the struct. */
 #define CCA_CONFIG_KEY_LIST_(F, X) \
-    F(X, max_split_size_mb, MIB, max_split_size, SIZE_MAX, 20971521, INT64_MAX, "an integer", \
+    F(X, max_split_size_mb, CCA_KEY_MIB, max_split_size, SIZE_MAX, 20971521, INT64_MAX, "an integer", \
       "21 .. 8796093022207 (MiB)", "unlimited", "blocks this large are never split") \
-    F(X, roundup_power2_divisions, DIVISIONS, roundup_power2_divisions, 0, 0, 1048576, "N, or a list", \
+    F(X, roundup_power2_divisions, CCA_KEY_DIVISIONS, roundup_power2_divisions, 0, 0, 1048576, "N, or a list", \
       "N or [MB:N,...,>:N]: N 0 or a power of 2 up to 1048576, MB a power of 2", "0", \
       "round requests to N steps per power-of-two interval (PyTorch's rule)") \
-    F(X, garbage_collection_threshold, OPEN, garbage_collection_threshold, 0, 0, 1, "a number", "(0, 1)", "off", \
-      "with a cap, release unused cached segments once reserved passes this share of it") \
-    F(X, memory_fraction, NUMBER, memory_fraction, 0, 0x1p-40, 1, "a number", "[2^-40, 1]", "no cap", \
-      "cap as a share of the device's memory (at least one 2 MiB segment)") \
-    F(X, memory_limit_mb, MIB, memory_limit, 0, 2097152, INT64_MAX, "an integer", "2 .. 8796093022207 (MiB)", \
+    F(X, garbage_collection_threshold, CCA_KEY_OPEN, garbage_collection_threshold, 0, 0, 1, "a number", "(0, 1)", "off", \
+      "with a cap, release unused cached segments, the longest unused first, once reserved passes this share of it") \
+    F(X, memory_fraction, CCA_KEY_NUMBER, memory_fraction, 0, 9.094947017729282379150390625e-13, 1, "a number", "[2^-40, 1]", "no cap", \
+      "cap as a share of the device's memory (at least one 2 MiB segment; the smaller cap wins)") \
+    F(X, memory_limit_mb, CCA_KEY_MIB, memory_limit, 0, 2097152, INT64_MAX, "an integer", "2 .. 8796093022207 (MiB)", \
       "no cap", "cap in MiB (the smaller cap wins)") \
-    F(X, release_before_grow, BOOL, release_before_grow, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
-      "return the growing stream's unused cached segments if that keeps the reserved peak from rising, while free memory or the cap's room is at least 4x what cca holds") \
-    F(X, segment_growth_percent, INTEGER, segment_growth_percent, 0, 0, 1000, "an integer", "0 .. 1000", "0", \
+    F(X, release_before_grow, CCA_KEY_BOOL, release_before_grow, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
+      "return the growing stream's unused cached segments (the smallest that covers the excess first) if that keeps the reserved peak from rising, while free memory or the cap's room is at least 4x what cca holds") \
+    F(X, segment_growth_percent, CCA_KEY_INTEGER, segment_growth_percent, 0, 0, 1000, "an integer", "0 .. 1000", "0", \
       "new segments are at least this share of the pool's reserved bytes") \
-    F(X, expandable_segments, BOOL, expandable_segments, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
-      "one growing virtual range per stream and pool, mapped in physical handles") \
-    F(X, preset, PRESET, , 0, 0, 0, "a name", "pytorch, lean, expandable", "pytorch", \
+    F(X, expandable_segments, CCA_KEY_BOOL, expandable_segments, 0, 0, 1, "True or False", "True, False, 1, 0", "False", \
+      "one growing virtual range per stream and pool, mapped in physical handles; free handles unmapped when memory runs short") \
+    F(X, preset, CCA_KEY_PRESET, , 0, 0, 0, "a name", "pytorch, lean, expandable", "pytorch", \
       "lean = release_before_grow:True,max_split_size_mb:128; expandable = expandable_segments:True") \
-    F(X, trace_file, PATH, trace_file, 0, 0, 0, "a path", "up to 1023 bytes, no ','; %d: the device", "off", \
+    F(X, trace_file, CCA_KEY_PATH, trace_file, 0, 0, 0, "a path", "up to 1023 bytes, no ','; %d: the device", "off", \
       "record every allocation and free, for cca-replay (cca_trace_start)")
 
 #define CCA_CONFIG_KEY_ALL_(X, name, type, field, off, lo, hi, value, range, def, doc) \
@@ -317,8 +322,11 @@ CCA_API cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream);
  * reserved above a new cap stays until cca_empty_cache (as PyTorch). The
  * fraction is of the device's total memory, 0 removes the fraction cap;
  * a limit of 0 bytes removes the byte cap; the smaller of the two wins.
- * CCA_ERROR_INVALID_ARGUMENT (and nothing changes) for a NULL allocator, a
- * fraction outside [0, 1] or NaN, or a cap below one 2 MiB segment. */
+ * Both are checked against the key table (memory_fraction, memory_limit_mb),
+ * save that a limit past 2^63 bytes is taken as it always was (no cap in
+ * effect). CCA_ERROR_INVALID_ARGUMENT (and nothing changes) for a NULL
+ * allocator, a fraction outside [2^-40, 1] but 0, NaN, or a cap below one
+ * 2 MiB segment. */
 CCA_API cca_status_t cca_set_memory_fraction(cca_allocator_t *a, double fraction);
 CCA_API cca_status_t cca_set_memory_limit(cca_allocator_t *a, size_t bytes);
 

@@ -30,3 +30,4 @@ cca_status_t cca_scope_end(cca_allocator_t *a, uint64_t token, cca_scope_result_
 {
     return cca_scope_end_sized(a, token, out, CCA_V1_SCOPE);
 }
+cca_status_t cca_thread_last_oom_report(cca_oom_report_t *out) { return cca_thread_last_oom_report_sized(out, CCA_V1_OOM); }

@@ -284,3 +284,13 @@ const char *cca_oom_verdict_string(cca_oom_verdict_t v)
     }
     return "unknown";
 }
+
+cca_status_t cca_thread_last_oom_report_sized(cca_oom_report_t *out, size_t out_size)
+{
+    if (!out) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: out is NULL");
+    if (out_size < CCA_V1_OOM)
+        return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_thread_last_oom_report: %zu bytes is no cca_oom_report_t",
+                                out_size);
+    _cca_oom_copy_out(out, out_size, _cca_errors_thread_oom());
+    return CCA_OK;
+}

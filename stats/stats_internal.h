@@ -5,6 +5,18 @@
 
 #include "cca_view.h"                             /* the core, as stats/ may see it */
 
+/* An OOM report copied out to a caller's struct of `size` bytes. A struct
+ * that ends before the stranded figures (a program built before them) gets
+ * the report re-judged without them, so that it never reads a verdict it
+ * does not know. */
+static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_report_t *r)
+{
+    _cca_copy_out(dst, size, r, sizeof *r);
+    if (size < offsetof(cca_oom_report_t, free_cached_other) + sizeof r->free_cached_other &&
+        (r->verdict == CCA_OOM_STRANDED || r->need_stranded))
+        cca_oom_judge_sized(dst, size);
+}
+
 /* emit.c: text through the caller's write callback, in 4 KiB pieces. */
 typedef struct cca_emit {
     cca_write_fn write;

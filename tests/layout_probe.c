@@ -59,11 +59,11 @@ int cca_probe_fill(const char *name, void *out)
     int i = 0;
     if (!strcmp(name, "cca_stats_t")) {
         cca_stats_t *s = out;
-#define FILL_POOLED_(f) for (int j = 0; j < CCA_POOL_COUNT; j++) fill_stat(&(f)[j], i * 100 + j * 10);
-#define FILL_STAT_(f) fill_stat(&(f), i * 100);
-#define FILL_COUNTER_(f) (f) = i * 1000 + 1;
-#define FILL_GAUGE_(f) FILL_COUNTER_(f)
-#define FILL_SETTING_(f) FILL_COUNTER_(f)
+#define FILL_CCA_POOLED_(f) for (int j = 0; j < CCA_POOL_COUNT; j++) fill_stat(&(f)[j], i * 100 + j * 10);
+#define FILL_CCA_STAT_(f) fill_stat(&(f), i * 100);
+#define FILL_CCA_COUNTER_(f) (f) = i * 1000 + 1;
+#define FILL_CCA_GAUGE_(f) FILL_CCA_COUNTER_(f)
+#define FILL_CCA_SETTING_(f) FILL_CCA_COUNTER_(f)
 #define FIELD_(kind, name, doc) ++i; FILL_##kind##_(s->name)
         CCA_STATS_FIELDS(FIELD_)
 #undef FIELD_

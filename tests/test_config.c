@@ -442,9 +442,14 @@ Test(config, the_struct_path_and_the_setters_keep_the_tables_bounds)
               cca_last_error_string());
     c.max_split_size = 20 * MiB + 1;
     cr_assert_eq(cca_create(&c, &a), CCA_OK, "%s", cca_last_error_string());
-    cr_assert_eq(cca_set_memory_limit(a, (size_t)INT64_MAX + 1), CCA_ERROR_INVALID_ARGUMENT);
-    cr_assert(strstr(cca_last_error_string(), "cca_set_memory_limit: memory_limit_mb (memory_limit)") != NULL, "%s",
-              cca_last_error_string());
+    cr_assert_eq(cca_set_memory_limit(a, SIZE_MAX), CCA_OK, "past 2^63 bytes: no cap in effect, as always");
+    size_t cap = 1;
+    cr_assert_eq(cca_get_memory_cap(a, &cap, NULL, NULL), CCA_OK);
+    cr_assert_eq(cap, 0);
+    cr_assert_eq(cca_set_memory_limit(a, MiB), CCA_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(cca_last_error_string(), "cca_set_memory_limit: memory_limit_mb (memory_limit) is 1048576") != NULL,
+              "%s", cca_last_error_string());
+    cr_assert_eq(cca_set_memory_limit(a, 0), CCA_OK);
     cr_assert_eq(cca_set_memory_fraction(a, 0x1p-41), CCA_ERROR_INVALID_ARGUMENT);
     cr_assert(strstr(cca_last_error_string(), "[2^-40, 1]") != NULL, "%s", cca_last_error_string());
     cr_assert_eq(cca_set_memory_fraction(a, 0.5), CCA_OK, "%s", cca_last_error_string());

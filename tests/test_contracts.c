@@ -167,6 +167,9 @@ static size_t heap_in_use(void) { return mallinfo2().uordblks; }
 #define HEAP_MEASURED 1
 #endif
 
+/* Keep its name last in the suite (tests run in name order): Criterion
+ * leaks 48 bytes, which LeakSanitizer reports, when a test that sets its own
+ * .timeout is followed by another (seen with Debian 12's Criterion). */
 Test(contracts, ten_thousand_short_lived_threads_leave_no_stream_records_behind, .timeout = 300)
 {
     cca_allocator_t *a = make_alloc("");
@@ -785,7 +788,7 @@ Test(contracts, a_corrupted_allocator_is_its_own_status)
 
 /* cca_stats_t's one list: the kinds table, the layout and the struct agree,
  * and each kind is what its fields are. */
-Test(contracts, the_stats_list_gives_every_field_a_kind)
+Test(contracts, stats_list_gives_every_field_a_kind)
 {
     size_t n = 0;
     const cca_stats_field_t *k = cca_stats_fields(&n);
@@ -797,25 +800,25 @@ Test(contracts, the_stats_list_gives_every_field_a_kind)
         const cca_field_layout_t *f = &s->fields[i];
         cr_assert_str_eq(k[i].name, f->name);
         cr_assert(k[i].doc && k[i].doc[0]);
-        if (!strcmp(k[i].kind, "POOLED")) {
+        if (!strcmp(k[i].kind, "CCA_POOLED")) {
             pooled++;
             cr_assert(!strcmp(f->type, "cca_stat_t") && f->count == CCA_POOL_COUNT, "%s", f->name);
-        } else if (!strcmp(k[i].kind, "STAT")) {
+        } else if (!strcmp(k[i].kind, "CCA_STAT")) {
             cr_assert(!strcmp(f->type, "cca_stat_t") && f->count == 1, "%s", f->name);
         } else {
-            cr_assert(!strcmp(k[i].kind, "COUNTER") || !strcmp(k[i].kind, "GAUGE") || !strcmp(k[i].kind, "SETTING"),
+            cr_assert(!strcmp(k[i].kind, "CCA_COUNTER") || !strcmp(k[i].kind, "CCA_GAUGE") || !strcmp(k[i].kind, "CCA_SETTING"),
                       "%s: kind %s", f->name, k[i].kind);
             cr_assert(!strcmp(f->type, "int64_t") && f->count == 1, "%s", f->name);
         }
     }
     cr_assert_eq(pooled, 9);
     cr_assert_str_eq(k[9].name, "num_alloc_retries");
-    cr_assert_str_eq(k[9].kind, "COUNTER");
+    cr_assert_str_eq(k[9].kind, "CCA_COUNTER");
     cr_assert_str_eq(k[16].name, "max_split_size");
-    cr_assert_str_eq(k[16].kind, "SETTING");
-    cr_assert_str_eq(k[17].kind, "GAUGE");
+    cr_assert_str_eq(k[16].kind, "CCA_SETTING");
+    cr_assert_str_eq(k[17].kind, "CCA_GAUGE");
     cr_assert_str_eq(k[20].name, "unmapped_bytes");
-    cr_assert_str_eq(k[20].kind, "STAT");
+    cr_assert_str_eq(k[20].kind, "CCA_STAT");
     size_t views = 0;
 #define COUNT_(name, doc) views++;
     CCA_STAT_FIELDS(COUNT_) CCA_COUNTER_FIELDS(COUNT_)

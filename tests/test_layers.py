@@ -13,9 +13,15 @@ has only include/ and allocator/view/ on its include path).
 - one prefix scheme (allocator/internal.h): a function FILE.c defines is
   _cca_FILE_* if other files call it, FILE_* if static.
 
-Usage: test_layers.py SOURCE_ROOT"""
+With --objects CORE_LIB STATS_LIB (the built libcca_core.a, libcca_stats.a)
+the same is checked in the objects: no object of the core uses a symbol
+stats/ defines but _cca_stats_ops (an include or a call the sources hide
+from the scan above would show there).
+
+Usage: test_layers.py SOURCE_ROOT [--objects CORE_LIB STATS_LIB]"""
 import os
 import re
+import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
@@ -50,9 +56,34 @@ def prefixes(folder):
     return bad
 
 
+def nm(*args):
+    return subprocess.run(["nm", "--format=posix"] + list(args), capture_output=True, text=True, check=True).stdout
+
+
+def objects(core_lib, stats_lib):
+    """The core's objects' undefined symbols that stats/ defines."""
+    defined = {line.split()[0] for line in nm("--defined-only", stats_lib).splitlines()
+               if len(line.split()) >= 2 and line.split()[1] in "TDBRC"}
+    bad, n = [], 0
+    for line in nm("-A", "-u", core_lib).splitlines():
+        member, _, rest = line.partition("]: ")
+        if "libcca_stats.a.p" in member or not rest:
+            continue
+        n += 1
+        sym = rest.split()[0]
+        if sym in defined and sym != "_cca_stats_ops":
+            bad.append("%s uses %s, which stats/ defines: the core tells stats/ only through _cca_stats_ops"
+                       % (member.rsplit("/", 1)[-1], sym))
+    if not defined or not n:
+        bad.append("nm found no symbols in %s or %s: the checker is broken" % (core_lib, stats_lib))
+    return bad
+
+
 def main():
     root = sys.argv[1]
     bad = []
+    if len(sys.argv) == 5 and sys.argv[2] == "--objects":
+        bad += objects(sys.argv[3], sys.argv[4])
     stats, alloc, sim = (os.path.join(root, d) for d in ("stats", "allocator", "sim"))
     allowed = {"stats_internal.h", "cca.h", "cca_accounting.h", "cca_view.h", "cca_u64map.h"}
     for path in sources(stats):

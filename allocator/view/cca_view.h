@@ -60,18 +60,6 @@ static inline void _cca_copy_out(void *dst, size_t size, const void *src, size_t
     if (size > n) memset((char *)dst + n, 0, size - n);
 }
 
-/* An OOM report copied out to a caller's struct of `size` bytes. A struct
- * that ends before the stranded figures (a program built before them) gets
- * the report re-judged without them, so that it never reads a verdict it
- * does not know. */
-static inline void _cca_oom_copy_out(void *dst, size_t size, const cca_oom_report_t *r)
-{
-    _cca_copy_out(dst, size, r, sizeof *r);
-    if (size < offsetof(cca_oom_report_t, free_cached_other) + sizeof r->free_cached_other &&
-        (r->verdict == CCA_OOM_STRANDED || r->need_stranded))
-        cca_oom_judge_sized(dst, size);
-}
-
 /* errors.c: the calling thread's last failure (cca_last_error_string) and
  * its last OOM report (verdict NONE: none since its last out-of-memory). */
 cca_status_t _cca_errors_fail(cca_status_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -114,11 +102,12 @@ cca_status_t _cca_view(cca_allocator_t *a, cca_view_fn fn, void *arg);
 /* On: every change goes all locked and is told to ops->changed. */
 void _cca_view_hooks(cca_view_t *v, bool on);
 
-/* Every segment of the view in the core's order, each followed by its
- * blocks by address, as the snapshot gives them (cca_snapshot_walk's
- * structs, sums filled before the segment is handed over). A block's
- * counts_split: it is free inside a split segment as inactive_split
- * counts it. A callback's nonzero return stops the walk. */
+/* Every segment of the view in the core's order, in one pass: its blocks
+ * by address, then the segment itself with its sums complete, as the
+ * snapshot gives them (cca_snapshot_walk's structs; a block's segment
+ * argument has the identity, not yet the sums). A block's counts_split: it
+ * is free inside a split segment as inactive_split counts it. A
+ * callback's nonzero return stops the walk. */
 typedef struct cca_view_walk {
     int (*segment)(const cca_segment_info_t *s, void *arg);   /* may be NULL */
     int (*block)(const cca_segment_info_t *s, const cca_block_info_t *b, bool counts_split, void *arg);

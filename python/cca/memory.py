@@ -55,8 +55,8 @@ _KINDS = {}
 
 def _stats_kinds():
     """cca_stats_t's fields, each with its kind, from the library's list
-    (cca_stats_fields): {name: "POOLED" | "STAT" | "COUNTER" | "GAUGE" |
-    "SETTING"}, in struct order."""
+    (cca_stats_fields): {name: "CCA_POOLED" | "CCA_STAT" | "CCA_COUNTER" |
+    "CCA_GAUGE" | "CCA_SETTING"}, in struct order."""
     if not _KINDS:
         n = ctypes.c_size_t()
         ptr = _lib.lib().cca_stats_fields(ctypes.byref(n))
@@ -96,10 +96,10 @@ def memory_stats_as_nested_dict(device=None):
         kind = kinds.get(name)
         if kind is None:
             out[name] = absent[name]
-        elif kind == "POOLED":
+        elif kind == "CCA_POOLED":
             arr = getattr(s, name)
             out[name] = {pool: _stat_dict(arr[k]) for k, pool in enumerate(_POOLS)}
-        elif kind == "STAT":
+        elif kind == "CCA_STAT":
             out[name] = _stat_dict(getattr(s, name))
         else:
             out[name] = int(getattr(s, name))

@@ -14,7 +14,7 @@ import sys
 # list -> the entry appended (its X() arity follows the list's own)
 GROWABLE = {
     "CCA_CONFIG_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
-    "CCA_STATS_LIST_": 'F(X, STAT, grown_by_test_, "appended by tests/grown")',
+    "CCA_STATS_LIST_": 'F(X, CCA_STAT, grown_by_test_, "appended by tests/grown")',
     "CCA_FRAG_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_SEGMENT_INFO_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
     "CCA_BLOCK_INFO_FIELDS": 'X(int64_t, grown_by_test_, [3], "appended by tests/grown")',
