@@ -321,13 +321,24 @@ static cca_status_t config_parse_division_list(parser_t *ps, char *list, cca_con
     return CCA_OK;
 }
 
-/* Whether preset `name` sets key k. */
-static bool config_preset_sets(const char *name, int k)
+/* The presets, from CCA_CONFIG_PRESETS. */
+typedef struct config_preset { const char *name, *settings; } config_preset_t;
+static const config_preset_t presets[] = {
+#define PRESET_ROW_(name, settings) { #name, settings },
+    CCA_CONFIG_PRESETS(PRESET_ROW_)
+#undef PRESET_ROW_
+};
+
+/* Whether preset p sets key k: pytorch every key but itself and
+ * trace_file (where to record is no policy), another the keys it names. */
+static bool config_preset_sets(const config_preset_t *p, int k)
 {
-    if (k == K_trace_file) return false;               /* where to record is no policy */
-    if (!strcmp(name, "pytorch")) return k != K_preset;
-    if (!strcmp(name, "expandable")) return k == K_expandable_segments;
-    return k == K_release_before_grow || k == K_max_split_size_mb;
+    if (k == K_trace_file) return false;
+    if (!*p->settings) return k != K_preset;
+    size_t n = strlen(keys[k].name);
+    for (const char *s = p->settings; s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+        if (!strncmp(s, keys[k].name, n) && s[n] == ':') return true;
+    return false;
 }
 
 /* roundup_power2_divisions: N, or a list [MB:N,...,>:N]. */
@@ -347,26 +358,41 @@ static cca_status_t config_apply_roundup(parser_t *ps, char *v, cca_config_t *c)
     return CCA_OK;
 }
 
+static cca_status_t config_apply(parser_t *ps, int k, char *v, cca_config_t *c);
+static int config_key_index(const char *name);
+static char *config_next_entry(char **at);
+
+/* A preset's settings applied over c (the table's own strings: valid). */
+static cca_status_t config_apply_settings(parser_t *ps, const char *settings, cca_config_t *c)
+{
+    char text[256];
+    snprintf(text, sizeof text, "%s", settings);
+    for (char *at = text; *at;) {
+        char *entry = config_next_entry(&at), *colon = strchr(entry, ':');
+        int k = colon ? (*colon = 0, config_key_index(entry)) : -1;
+        if (k < 0) return config_bad(ps, "preset: '%s' in its settings is no key", entry);
+        cca_status_t st = config_apply(ps, k, colon + 1, c);
+        if (st != CCA_OK) return st;
+    }
+    return CCA_OK;
+}
+
 /* preset:NAME, refused after a key it sets again; pytorch keeps the device and the trace file. */
 static cca_status_t config_apply_preset(parser_t *ps, const char *v, cca_config_t *c)
 {
     char sh[64];
-    if (strcmp(v, "pytorch") && strcmp(v, "lean") && strcmp(v, "expandable"))
-        return config_bad(ps, "preset: '%s' is not a preset (accepted: %s)", config_shown(v, sh), keys[K_preset].range);
+    const config_preset_t *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(v, presets[i].name)) p = &presets[i];
+    if (!p) return config_bad(ps, "preset: '%s' is not a preset (accepted: %s)", config_shown(v, sh), keys[K_preset].range);
     for (int j = 0; j < K_COUNT; j++)
-        if (ps->given[j] && config_preset_sets(v, j))
+        if (ps->given[j] && config_preset_sets(p, j))
             return config_bad(ps, "%s is given before preset:%s, which sets it again: put the preset first", keys[j].name, v);
-    if (!strcmp(v, "pytorch")) {
-        cca_config_t keep = *c;
-        config_defaults(c);
-        c->device = keep.device;
-        memcpy(c->trace_file, keep.trace_file, sizeof c->trace_file);
-    } else if (!strcmp(v, "expandable")) {
-        c->expandable_segments = 1;
-    } else {
-        c->release_before_grow = 1;
-        c->max_split_size = CCA_LEAN_MAX_SPLIT;
-    }
+    if (*p->settings) return config_apply_settings(ps, p->settings, c);
+    cca_config_t keep = *c;
+    config_defaults(c);
+    c->device = keep.device;
+    memcpy(c->trace_file, keep.trace_file, sizeof c->trace_file);
     return CCA_OK;
 }
 

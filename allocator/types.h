@@ -61,7 +61,6 @@
 static inline size_t _cca_round_up_2m(size_t x) { return (x + CCA_ROUND_LARGE - 1) / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
 static inline size_t _cca_round_down_2m(size_t x) { return x / CCA_ROUND_LARGE * CCA_ROUND_LARGE; }
 #define CCA_SMALL_GROWTH_MAX ((size_t)8 << 20)           /* largest grown small segment */
-#define CCA_LEAN_MAX_SPLIT ((size_t)128 << 20)        /* preset:lean */
 #define CCA_TRIM_PLENTY    4                          /* release_before_grow acts while free memory >= 4x held */
 #define CCA_MAX_REQUEST    ((size_t)1 << 62)          /* above this a size cannot be rounded safely */
 

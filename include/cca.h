@@ -229,6 +229,16 @@ CCA_PLAIN_(void, cca_config_init, (cca_config_t *cfg),
 #define CCA_CONFIG_KEY_TEXT_(X, name, type, field, off, lo, hi, value, range, def, doc) X(name, value, range, def, doc)
 #define CCA_CONFIG_KEYS(X) CCA_CONFIG_KEY_LIST_(CCA_CONFIG_KEY_TEXT_, X)
 
+/* The presets (preset:NAME), declared once: X(name, settings), settings in
+ * CCA_CONF's syntax, applied over what came before; pytorch's are empty:
+ * it restores every default but the device and trace_file. A preset sets
+ * the keys its settings name (pytorch: all). The preset key's range and
+ * meaning above say the same (a test compares). */
+#define CCA_CONFIG_PRESETS(X) \
+    X(pytorch, "") \
+    X(lean, "release_before_grow:True,max_split_size_mb:128") \
+    X(expandable, "expandable_segments:True")
+
 typedef struct cca_config_key {
     const char *name, *value, *range, *default_value, *doc;
 } cca_config_key_t;

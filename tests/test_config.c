@@ -429,6 +429,44 @@ Test(config, every_range_text_is_what_the_parser_takes)
     cr_assert_eq(checked, 7, "the integer, number and boolean keys");
 }
 
+/* The preset key's range and meaning are CCA_CONFIG_PRESETS's, and each
+ * preset sets what its settings say. */
+Test(config, the_preset_key_says_what_the_presets_are)
+{
+    char names[256] = "", doc[512] = "";
+#define NAME_(name, settings) snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "", #name);
+#define DOC_(name, settings) \
+    if (*settings) snprintf(doc + strlen(doc), sizeof doc - strlen(doc), "%s%s = %s", *doc ? "; " : "", #name, settings);
+    CCA_CONFIG_PRESETS(NAME_)
+    CCA_CONFIG_PRESETS(DOC_)
+#undef NAME_
+#undef DOC_
+    size_t n = 0;
+    const cca_config_key_t *keys = cca_config_keys(&n), *k = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(keys[i].name, "preset")) k = &keys[i];
+    cr_assert_not_null(k);
+    cr_assert_str_eq(k->range, names);
+    cr_assert_str_eq(k->doc, doc);
+#define SAME_(name, settings) { \
+        cca_config_t a, b; \
+        cca_config_init(&a); \
+        cca_config_init(&b); \
+        cr_assert_eq(cca_config_parse(&a, "preset:" #name, NULL, 0), CCA_OK); \
+        cr_assert_eq(cca_config_parse(&b, settings, NULL, 0), CCA_OK); \
+        cr_assert(!memcmp(&a, &b, sizeof a), "preset:%s is not its settings '%s'", #name, settings); }
+    CCA_CONFIG_PRESETS(SAME_)
+#undef SAME_
+    cca_config_t c;
+    cca_config_init(&c);
+    char err[256];
+    cr_assert_eq(cca_config_parse(&c, "release_before_grow:True,preset:lean", err, sizeof err), CCA_ERROR_INVALID_CONFIG);
+    cr_assert(strstr(err, "release_before_grow is given before preset:lean") != NULL, "%s", err);
+    cr_assert_eq(cca_config_parse(&c, "max_split_size_mb:64,preset:expandable", err, sizeof err), CCA_OK, "%s", err);
+    cr_assert_eq(c.max_split_size, 64 * MiB);
+    cr_assert_eq(c.expandable_segments, 1);
+}
+
 /* Both validation paths and the cap setters read the same bounds. */
 Test(config, the_struct_path_and_the_setters_keep_the_tables_bounds)
 {

@@ -32,6 +32,7 @@ FIXED = {
     "CCA_CONFIG_KEY_LIST_": "the configuration keys, no struct",
     "CCA_CONFIG_KEY_TABLE": "a view of CCA_CONFIG_KEY_LIST_, no struct",
     "CCA_CONFIG_KEYS": "a view of CCA_CONFIG_KEY_LIST_, no struct",
+    "CCA_CONFIG_PRESETS": "the presets, no struct",
 }
 
 
