@@ -51,7 +51,7 @@ static void usage(FILE *f)
         "  --scenario NAME   run only this scenario (repeatable): runtime, pingpong, mixed,\n"
         "                    threads, streams, recording, xfree, hooks, replay, multistream\n"
         "                    (default: these), and\n"
-        "                    instructions (per operation, under valgrind's callgrind)\n"
+        "                    instructions (per operation under valgrind's callgrind, also by streams)\n"
         "  --reps N          repetitions of every figure (default 11; --quick: 3; at most 64)\n"
         "  --quick           fast smoke run: short measurements, 3 smallest default traces\n"
         "  --json FILE       also write every figure as JSON\n"

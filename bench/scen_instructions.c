@@ -5,7 +5,10 @@
  * under valgrind's callgrind with --count-ops at N (--count) and 2N operations after
  * a warm-up: (Ir(2N) - Ir(N)) / N. Instructions stay the same run after run
  * on a shared machine where nanoseconds do not. Also in --json (scenario
- * "instructions", unit "Ir/op"). Not in the default set
+ * "instructions", unit "Ir/op"). Then the same by streams: one thread,
+ * step k's 4 KiB pair on stream k mod S, or the mixed step with block i on
+ * stream i mod S, for S = 1, 2, 8, 64 (cases "pingpong/S", "mixed/S", their
+ * JSON rows with extra "streams": S). Not in the default set
  * (callgrind is slow): --scenario instructions. Skips, saying so, where
  * valgrind is absent. */
 #include "allocators.h"
@@ -37,8 +40,10 @@ static double summary_of(const char *path)
  * callgrind; -1 on failure (the reason on stderr). */
 static double count_run(const char *self, const char *dir, const char *label, const char *work, size_t n)
 {
-    char out[512], cmd[8192], extra[4096];
-    snprintf(out, sizeof out, "%s/cg.%s.%zu", dir, work, n);
+    char out[512], cmd[8192], extra[4096], file[64];
+    snprintf(file, sizeof file, "%s", work);
+    for (char *c = file; *c; c++) *c = *c == '/' ? '_' : *c;
+    snprintf(out, sizeof out, "%s/cg.%s.%zu", dir, file, n);
     /* labels and works are fixed strings or checked ones (a --cca label is
      * letters, digits, '-', '_', '.'); the --cca configurations are quoted */
     if (allocators_cca_args(extra, sizeof extra) >= sizeof extra) {
@@ -58,6 +63,57 @@ static double count_run(const char *self, const char *dir, const char *label, co
     snprintf(err, sizeof err, "%s.err", out);
     remove(err);
     return ir;
+}
+
+/* One row of the table: the per-operation count of work for allocator a
+ * (printed, and kept for --json with `streams` when it is > 0). */
+static void count_cell(const char *self, const char *dir, const bench_alloc_t *a, const char *work, size_t n,
+                       size_t streams)
+{
+    double x = count_run(self, dir, a->label, work, n);
+    double y = x < 0 ? -1 : count_run(self, dir, a->label, work, 2 * n);
+    bench_row_t *r = results_add("instructions", work, a->label, "Ir/op");   /* for --json */
+    if (r) {
+        r->is_cca = a->is_cca;
+        r->fig.reps = 1;
+        if (streams) results_extra(r, "streams", (double)streams);
+    }
+    if (x < 0 || y < 0) {
+        printf(" %14s", "failed");
+        if (r) {
+            r->fig.failed = 1;
+            snprintf(r->fig.msg, sizeof r->fig.msg, "callgrind run failed");
+        }
+    } else {
+        double ir = (y - x) / (double)n;
+        printf(" %14.0f", ir);
+        if (r) r->fig.median = r->fig.min = r->fig.max = r->fig.samples[0] = ir;
+    }
+    fflush(stdout);
+}
+
+static const size_t stream_counts[] = {1, 2, 8, 64};
+#define N_STREAM_COUNTS (sizeof stream_counts / sizeof stream_counts[0])
+
+/* The streams dimension: per allocator, a row per work, a column per S. */
+static void count_by_streams(const bench_opts_t *o, const char *self, const char *dir, size_t n)
+{
+    printf("\n  by streams (one thread; pair k / block i on stream k, i mod S)\n  %-16s %-9s", "allocator", "work");
+    for (size_t j = 0; j < N_STREAM_COUNTS; j++) printf(" %11s=%-2zu", "S", stream_counts[j]);
+    printf("\n");
+    for (size_t i = 0; i < o->n_allocs; i++) {
+        const bench_alloc_t *a = &o->allocs[i];
+        if (a->modelled) continue;
+        for (int w = 0; w < 2; w++) {
+            printf("  %-16s %-9s", a->label, w ? "mixed" : "pingpong");
+            for (size_t j = 0; j < N_STREAM_COUNTS; j++) {
+                char work[32];
+                snprintf(work, sizeof work, "%s/%zu", w ? "mixed" : "pingpong", stream_counts[j]);
+                count_cell(self, dir, a, work, n, stream_counts[j]);
+            }
+            printf("\n");
+        }
+    }
 }
 
 void scen_instructions(const bench_opts_t *o)
@@ -85,28 +141,9 @@ void scen_instructions(const bench_opts_t *o)
         const bench_alloc_t *a = &o->allocs[i];
         if (a->modelled) continue;                    /* the latency model adds time, not instructions */
         printf("  %-16s", a->label);
-        for (size_t w = 0; w < N_WORKS; w++) {
-            double x = count_run(self, dir, a->label, works[w], n);
-            double y = x < 0 ? -1 : count_run(self, dir, a->label, works[w], 2 * n);
-            bench_row_t *r = results_add("instructions", works[w], a->label, "Ir/op");   /* for --json */
-            if (r) {
-                r->is_cca = a->is_cca;
-                r->fig.reps = 1;
-            }
-            if (x < 0 || y < 0) {
-                printf(" %14s", "failed");
-                if (r) {
-                    r->fig.failed = 1;
-                    snprintf(r->fig.msg, sizeof r->fig.msg, "callgrind run failed");
-                }
-            } else {
-                double ir = (y - x) / (double)n;
-                printf(" %14.0f", ir);
-                if (r) r->fig.median = r->fig.min = r->fig.max = r->fig.samples[0] = ir;
-            }
-            fflush(stdout);
-        }
+        for (size_t w = 0; w < N_WORKS; w++) count_cell(self, dir, a, works[w], n, 0);
         printf("\n");
     }
+    count_by_streams(o, self, dir, n);
     rmdir(dir);
 }
