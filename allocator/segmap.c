@@ -16,6 +16,7 @@
 #define L1_BITS 11
 #define L2_BITS 11
 #define LEAF_BITS 9                             /* 12 + 11 + 11 + 9 + 21 = 64 */
+#define LEAF_MASK (((uint64_t)1 << LEAF_BITS) - 1)  /* a chunk number's place in its leaf */
 
 struct cca_segmap_leaf {
     struct {
@@ -83,26 +84,30 @@ static struct cca_segmap_leaf *segmap_leaf_of(cca_allocator_t *a, uint64_t c, bo
 }
 
 /* Makes room for a segment at [addr, addr + size) before it is created, so
- * that publishing it cannot fail (all locked). */
+ * that publishing it cannot fail (all locked): one walk per leaf. */
 bool _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size)
 {
-    for (uint64_t c = addr >> CHUNK_BITS, last = (addr + size - 1) >> CHUNK_BITS; c <= last; c++)
+    for (uint64_t c = addr >> CHUNK_BITS, last = (addr + size - 1) >> CHUNK_BITS; c <= last; c = (c | LEAF_MASK) + 1)
         if (!segmap_leaf_of(a, c, true)) return false;
     return true;
 }
 
-/* Publishes seg (or, with seg NULL, withdraws the segment at the range). */
+/* Publishes seg (or, with seg NULL, withdraws the segment at the range),
+ * a leaf at a time: one walk per leaf, then its entries in a row. */
 static void segmap_set_range(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg)
 {
     uint64_t first = addr >> CHUNK_BITS, last = (addr + size - 1) >> CHUNK_BITS;
-    for (uint64_t c = first; c <= last; c++) {
+    for (uint64_t c = first; c <= last;) {
         struct cca_segmap_leaf *l = segmap_leaf_of(a, c, false);   /* reserved before */
-        size_t i = segmap_idxl(c);
-        if (c == first && (addr & (((uintptr_t)1 << CHUNK_BITS) - 1))) {
-            atomic_store_explicit(&l->e[i].hi_addr, seg ? addr : 0, memory_order_relaxed);
-            atomic_store_explicit(&l->e[i].hi, seg, memory_order_release);
-        } else {
-            atomic_store_explicit(&l->e[i].lo, seg, memory_order_release);
+        uint64_t end = (c | LEAF_MASK) < last ? (c | LEAF_MASK) : last;   /* the range's last chunk in this leaf */
+        for (; c <= end; c++) {
+            size_t i = segmap_idxl(c);
+            if (c == first && (addr & (((uintptr_t)1 << CHUNK_BITS) - 1))) {
+                atomic_store_explicit(&l->e[i].hi_addr, seg ? addr : 0, memory_order_relaxed);
+                atomic_store_explicit(&l->e[i].hi, seg, memory_order_release);
+            } else {
+                atomic_store_explicit(&l->e[i].lo, seg, memory_order_release);
+            }
         }
     }
 }

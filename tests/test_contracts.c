@@ -860,3 +860,24 @@ Test(contracts, resets_and_check_follow_each_fields_kind)
     free_ok(a, p);
     cca_destroy(a);
 }
+
+/* A segment across the address map's leaves (1 GiB of 2 MiB chunks each):
+ * its blocks in every leaf are found, and the map is cleared leaf by leaf. */
+Test(contracts, a_segment_across_the_address_maps_leaves_is_found_in_each)
+{
+    cca_allocator_t *a = make_alloc(NULL);
+    void *big = alloc_ok(a, (size_t)3 << 30, 0), *p[3];
+    free_ok(a, big);
+    for (int i = 0; i < 3; i++) p[i] = alloc_ok(a, (size_t)1 << 30, 0);   /* carved out of the cached 3 GiB */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.segment[CCA_POOL_ALL].current, 1, "served by the one segment");
+    cr_assert_eq(s.num_device_alloc, 1);
+    for (int i = 2; i >= 0; i--) free_ok(a, p[i]);   /* each found through the map, in its leaf */
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    void *q = (void *)1;
+    cr_assert_eq(cca_free(a, (char *)p[1]), CCA_ERROR_INVALID_POINTER, "the released segment is out of the map");
+    cr_assert_eq(cca_malloc(a, &q, (size_t)1 << 30, 0), CCA_OK);
+    free_ok(a, q);
+    finish(a);
+}
