@@ -188,6 +188,24 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
 
 /* The all-locked path of cca_malloc, out of line. While history is on,
  * the context function runs first, before any lock. */
+/* The hot path on st, under its lock alone; false: the slow path must serve it. */
+static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t *a, cca_stream_t *st, uint64_t key,
+                                                                 void **ptr, size_t size)
+{
+    _cca_lock(&st->lock);
+    /* read under the stream lock: a watch set by the all-locked path
+     * either saw this call finish or is seen by it. Completed events
+     * are handled first, every stream's, as PyTorch does per malloc:
+     * here when only this stream has any, else all locked (one
+     * relaxed load when nothing is pending anywhere) */
+    bool done = st->key == key && !alloc_hooked(a) &&   /* a record retired meanwhile has another key */
+                (!atomic_load_explicit(&a->pending_events, memory_order_relaxed) ||
+                 alloc_own_events_only(a, st)) &&
+                alloc_malloc_fast(a, st, ptr, size);
+    _cca_unlock(&st->lock);
+    return done;
+}
+
 static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, void **ptr, size_t size,
                                                                 uint64_t key, cudaStream_t stream, bool tentative)
 {
@@ -217,20 +235,7 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
     if (__builtin_expect(key == UINT64_MAX, 0))
         return _cca_errors_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
-    if (st && size <= CCA_MAX_REQUEST) {
-        _cca_lock(&st->lock);
-        /* read under the stream lock: a watch set by the all-locked path
-         * either saw this call finish or is seen by it. Completed events
-         * are handled first, every stream's, as PyTorch does per malloc:
-         * here when only this stream has any, else all locked (one
-         * relaxed load when nothing is pending anywhere) */
-        bool done = st->key == key && !alloc_hooked(a) &&   /* a record retired meanwhile has another key */
-                    (!atomic_load_explicit(&a->pending_events, memory_order_relaxed) ||
-                     alloc_own_events_only(a, st)) &&
-                    alloc_malloc_fast(a, st, ptr, size);
-        _cca_unlock(&st->lock);
-        if (done) return CCA_OK;
-    }
+    if (st && size <= CCA_MAX_REQUEST && alloc_try_fast(a, st, key, ptr, size)) return CCA_OK;
     return alloc_malloc_slow(a, ptr, size, key, stream, tentative);
 }
 

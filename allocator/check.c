@@ -153,6 +153,8 @@ static cca_status_t check_streams(cca_allocator_t *a, walk_t *w)
         CHECK(s->free[CCA_POOL_SMALL] && s->free[CCA_POOL_LARGE] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
         CHECK(!s->dead || s->key == CCA_KEY_DEAD, "a retired stream keeps its key");
         CHECK(s->next || a->streams_tail == s, "the stream list's tail is wrong");
+        CHECK(s->key == CCA_KEY_DEAD || _cca_stream_lookup(a, s->key) == s, "stream record %zu is not in the table by its key",
+              n_streams);
     }
     CHECK(n_streams == a->n_streams, "%zu stream records in the list, %zu counted", n_streams, a->n_streams);
     for (cca_stream_t *s = a->husks; s; s = s->next)

@@ -208,6 +208,7 @@ void cca_destroy(cca_allocator_t *a)
     }
     _cca_segment_destroy_all(a);
     _cca_segmap_fini(a);
+    _cca_stream_table_free(a);
     free(a);
     create_destroy_report(device, &kept);
 }

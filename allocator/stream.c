@@ -53,11 +53,30 @@ uint64_t _cca_stream_current_per_thread_key(int device) { return stream_per_thre
 _Thread_local cca_thread_streams_t _cca_thread_streams;
 
 /* Remembers st for this thread (round robin over a few entries). */
-static void stream_remember(cca_allocator_t *a, cca_stream_t *st)
+/* The cache's other entries, then the table: a thread on more streams than
+ * its cache holds stays off the all-locked path (a record found in the
+ * table is remembered; its key is checked under its lock by the caller). */
+__attribute__((noinline)) cca_stream_t *_cca_stream_cached_rest(const cca_allocator_t *a, uint64_t key)
+{
+    cca_thread_streams_t *t = &_cca_thread_streams;
+    for (unsigned i = 1; i < CCA_STREAM_CACHE; i++) {
+        const cca_stream_cache_t *c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
+        if (c->alloc_id == a->id && c->key == key) return c->st;
+    }
+    cca_stream_t *st = _cca_stream_lookup(a, key);
+    if (st) {
+        unsigned i = t->next++ % CCA_STREAM_CACHE;
+        t->e[i] = (cca_stream_cache_t){ a->id, key, st };
+        t->last = i;
+    }
+    return st;
+}
+
+void _cca_stream_remember(cca_allocator_t *a, uint64_t key, cca_stream_t *st)
 {
     cca_thread_streams_t *t = &_cca_thread_streams;
     unsigned i = t->next++ % CCA_STREAM_CACHE;
-    t->e[i] = (cca_stream_cache_t){ a->id, st->key, st };
+    t->e[i] = (cca_stream_cache_t){ a->id, key, st };
     t->last = i;
 }
 
@@ -101,10 +120,97 @@ int64_t _cca_stream_host_bytes(const cca_stream_t *st)
     return n;
 }
 
+/* ---- the table of streams by key (streams.h) ---- */
+
+/* Puts st in table t (all locked; t has room). */
+static void stream_table_place(cca_stream_table_t *t, cca_stream_t *st)
+{
+    size_t i = _cca_stream_slot_of(st->key, t->mask);
+    while (atomic_load_explicit(&t->e[i].key, memory_order_relaxed) != CCA_STAB_EMPTY) i = (i + 1) & t->mask;
+    atomic_store_explicit(&t->e[i].st, st, memory_order_relaxed);
+    atomic_store_explicit(&t->e[i].key, st->key, memory_order_release);   /* a reader that sees the key sees st */
+}
+
+/* Empties t and places every live stream in it again (all locked). A
+ * reader in it meanwhile may miss (it takes the slow path, which finds the
+ * stream) or pair a key with another record (whose key it checks). */
+static void stream_table_fill(cca_allocator_t *a, cca_stream_table_t *t)
+{
+    for (size_t i = 0; i <= t->mask; i++) {
+        atomic_store_explicit(&t->e[i].key, CCA_STAB_EMPTY, memory_order_release);
+        atomic_store_explicit(&t->e[i].st, NULL, memory_order_relaxed);
+    }
+    a->stab_used = 0;
+    for (cca_stream_t *st = a->streams; st; st = st->next)
+        if (st->key != CCA_KEY_DEAD) {
+            stream_table_place(t, st);
+            a->stab_used++;
+        }
+}
+
+/* Room for `more` new streams: the retired slots cleared in place while the
+ * live streams fill at most a quarter, else a table twice as large (the old
+ * one kept for readers still in it: the tables add up to at most twice the
+ * last). False: no host memory. */
+static bool stream_table_grow(cca_allocator_t *a, size_t more)
+{
+    size_t live = more;
+    for (cca_stream_t *st = a->streams; st; st = st->next) live += st->key != CCA_KEY_DEAD;
+    cca_stream_table_t *old = atomic_load_explicit(&a->stab, memory_order_relaxed);
+    if (old && 4 * live <= old->mask + 1) {
+        stream_table_fill(a, old);
+        return true;
+    }
+    size_t cap = old ? 2 * (old->mask + 1) : 16;
+    while (cap < 4 * live) cap *= 2;
+    cca_stream_table_t *t = malloc(sizeof *t + cap * sizeof t->e[0]);
+    if (!t) return false;
+    a->host_bytes += (int64_t)(sizeof *t + cap * sizeof t->e[0]);
+    t->mask = cap - 1;
+    stream_table_fill(a, t);
+    t->older = old;
+    atomic_store_explicit(&a->stab, t, memory_order_release);
+    return true;
+}
+
+static bool stream_table_put(cca_allocator_t *a, cca_stream_t *st)
+{
+    cca_stream_table_t *t = atomic_load_explicit(&a->stab, memory_order_relaxed);
+    if ((!t || 2 * (a->stab_used + 1) > t->mask + 1) && !stream_table_grow(a, 1)) return false;
+    stream_table_place(atomic_load_explicit(&a->stab, memory_order_relaxed), st);
+    a->stab_used++;
+    return true;
+}
+
+/* st's slot gets the dead key (all locked, before st's key goes). */
+static void stream_table_drop(cca_allocator_t *a, const cca_stream_t *st)
+{
+    cca_stream_table_t *t = atomic_load_explicit(&a->stab, memory_order_relaxed);
+    if (!t) return;
+    for (size_t i = _cca_stream_slot_of(st->key, t->mask), n = 0; n <= t->mask; i = (i + 1) & t->mask, n++) {
+        uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_relaxed);
+        if (k == CCA_STAB_EMPTY) return;
+        if (k == st->key && atomic_load_explicit(&t->e[i].st, memory_order_relaxed) == st) {
+            atomic_store_explicit(&t->e[i].key, CCA_KEY_DEAD, memory_order_release);
+            return;
+        }
+    }
+}
+
+void _cca_stream_table_free(cca_allocator_t *a)
+{
+    for (cca_stream_table_t *t = atomic_load_explicit(&a->stab, memory_order_relaxed), *o; t; t = o) {
+        o = t->older;
+        free(t);
+    }
+    atomic_store_explicit(&a->stab, NULL, memory_order_relaxed);
+}
+
 /* Keeps st (locked, out of the list, without its heavy parts) for reuse,
  * and unlocks it; no lookup finds its key. */
 static void stream_to_husks(cca_allocator_t *a, cca_stream_t *st)
 {
+    if (st->key != CCA_KEY_DEAD) stream_table_drop(a, st);
     st->key = CCA_KEY_DEAD;
     atomic_store_explicit(&st->next, a->husks, memory_order_relaxed);
     a->husks = st;
@@ -148,6 +254,12 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         st->key = key;
         st->handle = (uintptr_t)s == (uintptr_t)cudaStreamLegacy ? NULL : s;
         st->park_score[CCA_POOL_SMALL] = st->park_score[CCA_POOL_LARGE] = 2;   /* parking on until it does not pay */
+        if (!stream_table_put(a, st)) {
+            stream_body_free(st);
+            st->key = CCA_KEY_DEAD;                   /* not in the table */
+            stream_to_husks(a, st);
+            return NULL;
+        }
         if (_cca_stream_is_per_thread_key(key) && !stream_register_exit(a, st)) {
             stream_body_free(st);
             stream_to_husks(a, st);
@@ -158,7 +270,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         a->streams_tail = st;
         a->n_streams++;
     }
-    stream_remember(a, st);
+    _cca_stream_remember(a, key, st);
     return st;
 }
 
@@ -209,6 +321,7 @@ void _cca_stream_reap_all(cca_allocator_t *a)
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         if (!st->dead && atomic_load_explicit(&st->dying, memory_order_relaxed)) {
             st->dead = true;
+            stream_table_drop(a, st);
             st->key = CCA_KEY_DEAD;                   /* no lookup finds it; a reused handle is a new stream */
             fresh = true;
         }

@@ -103,16 +103,51 @@ static inline uint32_t _cca_tag_now(void)
 
 /* a's stream `key`, if this thread used it lately: the one it used last
  * first (one compare on the hot path), then the others. */
+/* stream.c: every live stream's record by key, for a thread whose cache
+ * misses: open addressing, written all locked (a retired stream's slot
+ * keeps a dead key, never reused; a full table is replaced by one twice as
+ * large without the dead, the old kept, since a reader may be in it, until
+ * the allocator goes), read without a lock. A reader that raced with a
+ * retirement gets a record whose key it checks under the record's lock. */
+#define CCA_STAB_EMPTY UINT64_MAX                     /* a free slot (no stream has the key: it is the error key) */
+typedef struct cca_stream_slot {
+    _Atomic uint64_t key;                             /* stored after st (release) */
+    cca_stream_t *_Atomic st;
+} cca_stream_slot_t;
+typedef struct cca_stream_table {
+    struct cca_stream_table *older;                   /* the one it replaced */
+    size_t mask;
+    cca_stream_slot_t e[];
+} cca_stream_table_t;
+
+static inline size_t _cca_stream_slot_of(uint64_t key, size_t mask)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
+
+static inline cca_stream_t *_cca_stream_lookup(const cca_allocator_t *a, uint64_t key)
+{
+    const cca_stream_table_t *t = atomic_load_explicit(&a->stab, memory_order_acquire);
+    if (!t) return NULL;
+    for (size_t i = _cca_stream_slot_of(key, t->mask), n = 0; n <= t->mask; i = (i + 1) & t->mask, n++) {
+        uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_acquire);
+        if (k == key) return atomic_load_explicit(&t->e[i].st, memory_order_relaxed);
+        if (k == CCA_STAB_EMPTY) return NULL;
+    }
+    return NULL;
+}
+void _cca_stream_remember(cca_allocator_t *a, uint64_t key, cca_stream_t *st);   /* this thread's cache (no lock) */
+void _cca_stream_table_free(cca_allocator_t *a);
+
+/* The thread's cache: the entry used last inline (the hot path), the
+ * others and then the allocator's table out of line (stream.c). */
+cca_stream_t *_cca_stream_cached_rest(const cca_allocator_t *a, uint64_t key);
 static inline cca_stream_t *_cca_stream_cached(const cca_allocator_t *a, uint64_t key)
 {
     const cca_thread_streams_t *t = &_cca_thread_streams;
     const cca_stream_cache_t *c = &t->e[t->last];
     if (__builtin_expect(c->alloc_id == a->id && c->key == key, 1)) return c->st;
-    for (unsigned i = 1; i < CCA_STREAM_CACHE; i++) {
-        c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
-        if (c->alloc_id == a->id && c->key == key) return c->st;
-    }
-    return NULL;
+    return _cca_stream_cached_rest(a, key);
 }
 
 /* events.c: frees that wait for other streams (all locked). */

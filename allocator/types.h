@@ -262,6 +262,8 @@ struct cca_allocator {
     int64_t freed_base[CCA_NSHARD][CCA_POOL_COUNT];   /* sum of inc - cur then */
     cca_stream_t *streams, *streams_tail;
     cca_stream_t *husks;                              /* retired records for reuse (via next) */
+    struct cca_stream_table *_Atomic stab;            /* key -> record, read without a lock (stream.c) */
+    size_t stab_used;                                 /* all locked: its slots taken, retired ones included */
     size_t n_streams;                                 /* records in the list, dead ones included */
     _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
     _Atomic size_t pending_events;                    /* events pending in all streams (their n_pending summed) */

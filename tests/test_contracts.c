@@ -881,3 +881,37 @@ Test(contracts, a_segment_across_the_address_maps_leaves_is_found_in_each)
     free_ok(a, q);
     finish(a);
 }
+
+/* A thread on more streams than its cache holds (16 against 4) finds each
+ * in the allocator's table: after one all-locked first use per stream, its
+ * allocations and frees stay off the all-locked path. */
+Test(contracts, a_thread_on_many_streams_stays_off_the_all_locked_path)
+{
+    cca_allocator_t *a = make_alloc(NULL);
+    cudaStream_t st[16];
+    void *keep[16];
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking), cudaSuccess);
+        keep[i] = alloc_ok(a, 4096, st[i]);           /* first use: the record is made, all locked */
+    }
+    void *warm[16];
+    for (int i = 0; i < 16; i++) warm[i] = alloc_ok(a, 4096, st[i]);
+    for (int i = 0; i < 16; i++) free_ok(a, warm[i]);
+    uint64_t locks = a->lock_all_count;
+    for (int k = 0; k < 1600; k++) {
+        void *p = alloc_ok(a, 4096, st[k % 16]);      /* the cache misses on every call */
+        free_ok(a, p);
+    }
+    cr_assert_eq(a->lock_all_count, locks, "%llu all-locked entries in 3,200 calls",
+                 (unsigned long long)(a->lock_all_count - locks));
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    for (int i = 0; i < 16; i++) {
+        free_ok(a, keep[i]);
+        cr_assert_eq(cca_stream_retire(a, st[i]), CCA_OK);
+        cr_assert_eq(cudaStreamDestroy(st[i]), cudaSuccess);
+    }
+    void *p = alloc_ok(a, 4096, 0);                   /* the retirements happen all locked */
+    free_ok(a, p);
+    cr_assert_eq(cca_check(a), CCA_OK, "%s", cca_last_error_string());
+    finish(a);
+}
