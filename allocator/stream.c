@@ -53,6 +53,15 @@ uint64_t _cca_stream_current_per_thread_key(int device) { return stream_per_thre
 _Thread_local cca_thread_streams_t _cca_thread_streams;
 
 /* Remembers st for this thread (round robin over a few entries). */
+/* This thread's cache (no lock): key's record, the entry used last. */
+static void stream_remember(const cca_allocator_t *a, uint64_t key, cca_stream_t *st)
+{
+    cca_thread_streams_t *t = &_cca_thread_streams;
+    unsigned i = t->next++ % CCA_STREAM_CACHE;
+    t->e[i] = (cca_stream_cache_t){ a->id, key, st };
+    t->last = i;
+}
+
 /* The cache's other entries, then the table: a thread on more streams than
  * its cache holds stays off the all-locked path (a record found in the
  * table is remembered; its key is checked under its lock by the caller). */
@@ -64,21 +73,10 @@ __attribute__((noinline)) cca_stream_t *_cca_stream_cached_rest(const cca_alloca
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
     cca_stream_t *st = _cca_stream_lookup(a, key);
-    if (st) {
-        unsigned i = t->next++ % CCA_STREAM_CACHE;
-        t->e[i] = (cca_stream_cache_t){ a->id, key, st };
-        t->last = i;
-    }
+    if (st) stream_remember(a, key, st);
     return st;
 }
 
-void _cca_stream_remember(cca_allocator_t *a, uint64_t key, cca_stream_t *st)
-{
-    cca_thread_streams_t *t = &_cca_thread_streams;
-    unsigned i = t->next++ % CCA_STREAM_CACHE;
-    t->e[i] = (cca_stream_cache_t){ a->id, key, st };
-    t->last = i;
-}
 
 /* ---- stream records ----------------------------------------------------- */
 
@@ -270,7 +268,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         a->streams_tail = st;
         a->n_streams++;
     }
-    _cca_stream_remember(a, key, st);
+    stream_remember(a, key, st);
     return st;
 }
 

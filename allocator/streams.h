@@ -136,7 +136,6 @@ static inline cca_stream_t *_cca_stream_lookup(const cca_allocator_t *a, uint64_
     }
     return NULL;
 }
-void _cca_stream_remember(cca_allocator_t *a, uint64_t key, cca_stream_t *st);   /* this thread's cache (no lock) */
 void _cca_stream_table_free(cca_allocator_t *a);
 
 /* The thread's cache: the entry used last inline (the hot path), the
