@@ -123,6 +123,7 @@ static cca_status_t check_kind_total(const char *name, int64_t v)
 #define KIND_CCA_COUNTER(name, f) if ((st = check_kind_total(name, f)) != CCA_OK) return st;
 #define KIND_CCA_GAUGE(name, f) KIND_CCA_COUNTER(name, f)
 #define KIND_CCA_SETTING(name, f)
+#define KIND_CCA_PROFILE(name, f) KIND_CCA_COUNTER(name, f)
 static cca_status_t check_kinds(cca_allocator_t *a, bool acc)
 {
     cca_stats_t v;

@@ -93,11 +93,38 @@ void _cca_counters_refresh(cca_allocator_t *a)
 #define RESET_ACC_CCA_COUNTER(f) ((f) = 0);
 #define RESET_ACC_CCA_GAUGE(f)
 #define RESET_ACC_CCA_SETTING(f)
+#define RESET_ACC_CCA_PROFILE(f)                      /* kept in the locks and a->lock_all_count: counters_reset_profile */
 #define RESET_PEAK_CCA_POOLED(f) for (int p = 0; p < CCA_POOL_COUNT; p++) RESET_PEAK_CCA_STAT((f)[p])
 #define RESET_PEAK_CCA_STAT(f) ((f).peak = (f).current);
 #define RESET_PEAK_CCA_COUNTER(f)
 #define RESET_PEAK_CCA_GAUGE(f)
 #define RESET_PEAK_CCA_SETTING(f)
+#define RESET_PEAK_CCA_PROFILE(f)
+
+/* The locks' figures of a stream class: the live records' (held by the
+ * caller) and the retired ones' (a stale reader may hold one a moment:
+ * taken, so the sum is read while no holder writes). */
+static void counters_stream_locks(cca_allocator_t *a, cca_lock_figures_t *f, bool reset)
+{
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        if (reset) _cca_lock_figures_reset(&st->lock, true);
+        else _cca_lock_figures_add(f, &st->lock, true);
+    }
+    for (cca_stream_t *st = a->husks; st; st = st->next) {
+        _cca_lock(&st->lock);
+        if (reset) _cca_lock_figures_reset(&st->lock, true);
+        else _cca_lock_figures_add(f, &st->lock, true);
+        _cca_unlock(&st->lock);
+    }
+}
+
+/* The PROFILE figures from 0 again: the all-locked entries and the locks. */
+static void counters_reset_profile(cca_allocator_t *a)
+{
+    a->lock_all_base = a->lock_all_count;
+    _cca_lock_figures_reset(&a->lock, true);
+    counters_stream_locks(a, NULL, true);
+}
 
 void _cca_counters_reset_accumulated(cca_allocator_t *a)
 {
@@ -112,6 +139,7 @@ void _cca_counters_reset_accumulated(cca_allocator_t *a)
     CCA_STATS_FIELDS(RESET_ACC_)
 #undef RESET_ACC_
     RESET_ACC_CCA_POOLED(a->oversize_pools);                /* the per-pool form of oversize_allocations */
+    counters_reset_profile(a);
 }
 
 void _cca_counters_reset_peaks(cca_allocator_t *a)
@@ -133,6 +161,16 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
     int64_t host = a->host_bytes;
     for (const cca_stream_t *st = a->streams; st; st = st->next) host += _cca_stream_host_bytes(st);
     out->host_bytes = host;
+    out->num_all_locked = (int64_t)(a->lock_all_count - a->lock_all_base);
+    cca_lock_figures_t al = { 0 }, sl = { 0 };
+    _cca_lock_figures_add(&al, &a->lock, true);
+    counters_stream_locks(a, &sl, false);
+#define COUNTERS_LOCK_(cls, f) \
+    out->lock_##cls##_acquisitions = (int64_t)(f).acquisitions, out->lock_##cls##_contended = (int64_t)(f).contended, \
+    out->lock_##cls##_wait_ns_total = (int64_t)(f).wait_ns_total, out->lock_##cls##_wait_ns_max = (int64_t)(f).wait_ns_max
+    COUNTERS_LOCK_(allocator, al);
+    COUNTERS_LOCK_(streams, sl);
+#undef COUNTERS_LOCK_
 }
 
 /* Sets stream c's lease of figure k in pool p; its room follows. */

@@ -274,7 +274,8 @@ struct cca_allocator {
     int64_t host_bytes;                               /* host memory of all-locked structures */
     bool park_always;                                 /* tests: park every hot-path free it can (park.c) */
     bool refuse_admit;                                /* tests: the hot path never makes room past a lease */
-    uint64_t lock_all_count;                          /* all-locked entries (tests: what a call took) */
+    uint64_t lock_all_count;                          /* all-locked entries (num_all_locked; tests: what a call took) */
+    uint64_t lock_all_base;                           /* lock_all_count at the last accumulated reset */
     cca_stat_t oversize_pools[CCA_POOL_COUNT];        /* the shard stat behind stats.oversize_allocations */
     bool gc_enabled;                                  /* a cap and garbage_collection_threshold */
     _Atomic uint64_t gc_searches;                     /* large-pool free searches, for GC ages */

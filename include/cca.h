@@ -97,6 +97,10 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
  *   COUNTER  an int64_t total, set to 0 by cca_reset_accumulated_stats
  *   GAUGE    an int64_t figure now: no peak, never reset
  *   SETTING  an int64_t setting
+ *   PROFILE  an int64_t figure of how the allocator ran, not of memory
+ *            (entries into its all-locked path, its locks' traffic): set
+ *            to 0 by cca_reset_accumulated_stats; it depends on threads and
+ *            timing, and every call counts, cca_get_stats's own included
  * The struct, the resets of peaks and totals, cca_check's invariants, the
  * exported layout, cca_stats_fields() and the Python package's names all
  * expand from this list. Fields are only ever appended. */
@@ -121,7 +125,18 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
     F(X, CCA_GAUGE,   host_bytes,           "host memory cca holds for its own bookkeeping") \
     F(X, CCA_COUNTER, num_handle_create,    "physical handles created (cuMemCreate; expandable segments)") \
     F(X, CCA_COUNTER, num_handle_release,   "physical handles released (cuMemRelease)") \
-    F(X, CCA_STAT,    unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)")
+    F(X, CCA_STAT,    unmapped_bytes,       "bytes of physical handles held unmapped (part of reserved_bytes)") \
+    F(X, CCA_PROFILE, num_all_locked,       "entries into the all-locked path (every call's, a reader's included)") \
+    CCA_STATS_LOCK_(F, X, allocator, "the allocator lock") \
+    CCA_STATS_LOCK_(F, X, streams,   "the stream locks together")
+
+/* A lock class's figures (jemalloc's mutex profiling): every acquisition
+ * counted, and only those that waited timed. */
+#define CCA_STATS_LOCK_(F, X, cls, what) \
+    F(X, CCA_PROFILE, lock_##cls##_acquisitions,  "acquisitions of " what) \
+    F(X, CCA_PROFILE, lock_##cls##_contended,     "acquisitions of " what " that waited") \
+    F(X, CCA_PROFILE, lock_##cls##_wait_ns_total, "nanoseconds they waited in all") \
+    F(X, CCA_PROFILE, lock_##cls##_wait_ns_max,   "the longest of those waits (ns)")
 
 /* Each kind's C type and array suffix. */
 #define CCA_STATS_TYPE_CCA_POOLED  cca_stat_t
@@ -129,11 +144,13 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
 #define CCA_STATS_TYPE_CCA_COUNTER int64_t
 #define CCA_STATS_TYPE_CCA_GAUGE   int64_t
 #define CCA_STATS_TYPE_CCA_SETTING int64_t
+#define CCA_STATS_TYPE_CCA_PROFILE int64_t
 #define CCA_STATS_DIMS_CCA_POOLED  [CCA_POOL_COUNT]
 #define CCA_STATS_DIMS_CCA_STAT
 #define CCA_STATS_DIMS_CCA_COUNTER
 #define CCA_STATS_DIMS_CCA_GAUGE
 #define CCA_STATS_DIMS_CCA_SETTING
+#define CCA_STATS_DIMS_CCA_PROFILE
 
 #define CCA_STATS_ALL_(X, kind, name, doc) X(kind, name, doc)
 #define CCA_STATS_FIELDS(X) CCA_STATS_LIST_(CCA_STATS_ALL_, X)
@@ -155,11 +172,13 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
 #define CCA_STATS_ONLY_CCA_COUNTER_POOLED  CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_GAUGE_POOLED    CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_SETTING_POOLED  CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_PROFILE_POOLED  CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_POOLED_COUNTER  CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_STAT_COUNTER    CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_COUNTER_COUNTER CCA_STATS_YES_
 #define CCA_STATS_ONLY_CCA_GAUGE_COUNTER   CCA_STATS_NO_
 #define CCA_STATS_ONLY_CCA_SETTING_COUNTER CCA_STATS_NO_
+#define CCA_STATS_ONLY_CCA_PROFILE_COUNTER CCA_STATS_NO_
 
 typedef struct cca_stats {
 #define CCA_STATS_MEMBER_(kind, name, doc) CCA_STATS_TYPE_##kind name CCA_STATS_DIMS_##kind;
@@ -169,7 +188,7 @@ typedef struct cca_stats {
 
 /* The list above as a table, for bindings: each field's name, its kind as
  * the list writes it ("CCA_POOLED", "CCA_STAT", "CCA_COUNTER", "CCA_GAUGE",
- * "CCA_SETTING") and
+ * "CCA_SETTING", "CCA_PROFILE") and
  * meaning, in struct order; *count (may be NULL) gets how many. Offsets and
  * types: cca_struct_layout("cca_stats_t"). This descriptor never grows. */
 typedef struct cca_stats_field {

@@ -1,7 +1,7 @@
 /* summary.c - a text table in the spirit of torch.cuda.memory_summary():
  * current, peak, total allocated and freed per pool, then the fragmentation
- * figures, the occupied size classes, and (once anything was tagged) the
- * allocated memory by tag, all from one view. */
+ * figures, the occupied size classes, (once anything was tagged) the
+ * allocated memory by tag, and the locks' traffic, all from one view. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "stats_internal.h"
@@ -162,6 +162,40 @@ static void summary_tag_table(cca_emit_t *e, const figures_t *f)
     _cca_emit(e, RULE);
 }
 
+static const char *summary_ns(int64_t ns, char out[32])
+{
+    if (ns < 10000) snprintf(out, 32, "%lld ns", (long long)ns);
+    else if (ns < 10000000) snprintf(out, 32, "%.1f us", (double)ns / 1e3);
+    else snprintf(out, 32, "%.1f ms", (double)ns / 1e6);
+    return out;
+}
+
+static void summary_lock_row(cca_emit_t *e, const char *label, int64_t acq, int64_t cont, int64_t total, int64_t max)
+{
+    char b[2][32];
+    _cca_emit(e, "| %-13s | %12lld | %12lld | %12s | %12s |\n", label, (long long)acq, (long long)cont,
+              summary_ns(total, b[0]), summary_ns(max, b[1]));
+}
+
+/* The locks (cca's own, not torch's): acquisitions, those that waited,
+ * and their waits, per class; the all-locked entries. */
+static void summary_lock_table(cca_emit_t *e, const cca_stats_t *s)
+{
+    _cca_emit(e, "| %-13s | %-12s | %-12s | %-12s | %-12s |\n", "Lock", "Acquisitions", "Waited", "Wait total",
+              "Longest wait");
+    _cca_emit(e, LINE);
+#define SUMMARY_LOCK_(label, cls) \
+    summary_lock_row(e, label, s->lock_##cls##_acquisitions, s->lock_##cls##_contended, s->lock_##cls##_wait_ns_total, \
+                     s->lock_##cls##_wait_ns_max)
+    SUMMARY_LOCK_("allocator", allocator);
+    SUMMARY_LOCK_("streams", streams);
+#undef SUMMARY_LOCK_
+    char t[80];
+    snprintf(t, sizeof t, "all-locked path entered %lld times", (long long)s->num_all_locked);
+    _cca_emit(e, "| %-73s |\n", t);
+    _cca_emit(e, RULE);
+}
+
 cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *arg)
 {
     if (!a || !write)
@@ -180,6 +214,7 @@ cca_status_t cca_memory_summary(cca_allocator_t *a, cca_write_fn write, void *ar
     summary_frag_table(e, &f->frag);
     summary_class_table(e, &f->frag);
     summary_tag_table(e, f);
+    summary_lock_table(e, &f->stats);
     bool ok = _cca_emit_finish(e);
     free(e);
     free(f);

@@ -38,6 +38,23 @@ static inline cca_stats_t stats_of(cca_allocator_t *a)
     return s;
 }
 
+/* The memory figures: stats_of with the CCA_PROFILE fields (how the
+ * allocator ran: every call counts) set to 0, for comparing two moments. */
+static inline cca_stats_t figures_of(cca_allocator_t *a)
+{
+    cca_stats_t s = stats_of(a);
+#define FIGURES_ZERO_CCA_PROFILE(f) (f) = 0;
+#define FIGURES_ZERO_CCA_POOLED(f)
+#define FIGURES_ZERO_CCA_STAT(f)
+#define FIGURES_ZERO_CCA_COUNTER(f)
+#define FIGURES_ZERO_CCA_GAUGE(f)
+#define FIGURES_ZERO_CCA_SETTING(f)
+#define FIGURES_ZERO_(kind, name, doc) FIGURES_ZERO_##kind(s.name)
+    CCA_STATS_FIELDS(FIGURES_ZERO_)
+#undef FIGURES_ZERO_
+    return s;
+}
+
 static inline void *alloc_ok(cca_allocator_t *a, size_t size, cudaStream_t s)
 {
     void *p = NULL;

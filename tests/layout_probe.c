@@ -64,6 +64,7 @@ int cca_probe_fill(const char *name, void *out)
 #define FILL_CCA_COUNTER_(f) (f) = i * 1000 + 1;
 #define FILL_CCA_GAUGE_(f) FILL_CCA_COUNTER_(f)
 #define FILL_CCA_SETTING_(f) FILL_CCA_COUNTER_(f)
+#define FILL_CCA_PROFILE_(f) FILL_CCA_COUNTER_(f)
 #define FIELD_(kind, name, doc) ++i; FILL_##kind##_(s->name)
         CCA_STATS_FIELDS(FIELD_)
 #undef FIELD_

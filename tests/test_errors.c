@@ -11,12 +11,12 @@ Test(errors, bad_pointers_are_reported_and_change_nothing)
 {
     cca_allocator_t *a = make_alloc("");
     char *p = alloc_ok(a, 4 * KiB, NULL);
-    cca_stats_t before = stats_of(a);
+    cca_stats_t before = figures_of(a);
     cr_assert_eq(cca_free(a, (void *)0x1000), CCA_ERROR_INVALID_POINTER);
     cr_assert(strlen(cca_last_error_string()) > 0);
     cr_assert_eq(cca_free(a, p + 512), CCA_ERROR_INVALID_POINTER, "interior pointer");
     cr_assert_eq(cca_record_stream(a, (void *)0x1000, NULL), CCA_ERROR_INVALID_POINTER);
-    cca_stats_t after = stats_of(a);
+    cca_stats_t after = figures_of(a);
     cr_assert_eq(memcmp(&before, &after, sizeof before), 0);
     check_ok(a);
     free_ok(a, p);
