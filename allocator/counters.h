@@ -89,6 +89,27 @@ static inline bool _cca_counters_apply2(cca_allocator_t *a, cca_stream_t *st, in
     return __builtin_expect(neg >= 0, 1) || _cca_counters_admit_slow(a, st, pool, fall, d);
 }
 
+/* A change of the inactive-split figures alone (parking a block, park.c,
+ * hot path only): dc blocks and db bytes in both rooms, the increase
+ * totals by what rises. False, nothing changed, if that passes a lease:
+ * the caller takes the general way. (Rooms are never below zero off the
+ * all-locked path, so a falling figure cannot fail the test.) */
+static inline bool _cca_counters_split(cca_stream_t *st, int pool, int64_t dc, int64_t db)
+{
+    int64_t *restrict all = st->ctr.room[CCA_POOL_ALL], *restrict room = st->ctr.room[pool];
+    int64_t *restrict inc = st->ctr.inc[pool];
+    int64_t r0 = all[CCA_K_inactive_split] - dc, r1 = room[CCA_K_inactive_split] - dc;
+    int64_t r2 = all[CCA_K_inactive_split_bytes] - db, r3 = room[CCA_K_inactive_split_bytes] - db;
+    if (__builtin_expect((r0 | r1 | r2 | r3) < 0, 0)) return false;
+    all[CCA_K_inactive_split] = r0;
+    room[CCA_K_inactive_split] = r1;
+    all[CCA_K_inactive_split_bytes] = r2;
+    room[CCA_K_inactive_split_bytes] = r3;
+    inc[CCA_K_inactive_split] += dc > 0 ? dc : 0;
+    inc[CCA_K_inactive_split_bytes] += db > 0 ? db : 0;
+    return true;
+}
+
 /* Parking's quick way back (park.c, hot path only): a parked block of
  * `size` bytes whose falling figures were never applied is taken again as
  * it is. A free and a take in one step: the current figures move only by

@@ -36,8 +36,9 @@ typedef struct cca_lock_figures {
  * the acquisitions; the futex word is served's low half (the kernel
  * compares 32 bits). */
 typedef struct cca_lock {
+    _Atomic uint64_t served;                          /* the ticket that holds the lock: releases so far (first:
+                                                       * its address is the lock's, one register less) */
     _Atomic uint64_t next;                            /* the next ticket handed out */
-    _Atomic uint64_t served;                          /* the ticket that holds the lock: releases so far */
     _Atomic uint32_t sleepers;                        /* waiters asleep, or about to sleep, on served */
     cca_lock_figures_t fig;                           /* written by the holder: acquisitions at the last reset, waits since */
 } cca_lock_t;

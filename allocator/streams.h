@@ -57,7 +57,47 @@ bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t si
 void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
 void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
 void           _cca_segmap_set(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg);   /* all locked, reserved; NULL: none */
-cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p);
+
+/* The map's nodes (segmap.c writes them) and its lookup, inline: a free
+ * on the hot path makes one. A radix tree over 2 MiB chunks. */
+#define CCA_SEGMAP_CHUNK_BITS 21
+#define CCA_SEGMAP_L0_BITS 12
+#define CCA_SEGMAP_L1_BITS 11
+#define CCA_SEGMAP_L2_BITS 11
+#define CCA_SEGMAP_LEAF_BITS 9                             /* 12 + 11 + 11 + 9 + 21 = 64 */
+#define CCA_SEGMAP_LEAF_MASK (((uint64_t)1 << CCA_SEGMAP_LEAF_BITS) - 1)  /* a chunk number's place in its leaf */
+
+struct cca_segmap_leaf {
+    struct {
+        _Atomic uintptr_t hi_addr;              /* where `hi` starts; 0: none */
+        cca_segment_t *_Atomic hi;              /* the segment starting inside the chunk */
+        cca_segment_t *_Atomic lo;              /* the segment covering the chunk's first byte */
+    } e[1u << CCA_SEGMAP_LEAF_BITS];
+};
+struct cca_segmap_node { void *_Atomic child[1u << CCA_SEGMAP_L1_BITS]; };  /* L1 and L2 have the same width */
+
+_Static_assert(CCA_SEGMAP_L1_BITS == CCA_SEGMAP_L2_BITS, "one node type for both inner levels");
+
+static inline size_t _cca_segmap_idx0(uint64_t c) { return (size_t)(c >> (CCA_SEGMAP_L1_BITS + CCA_SEGMAP_L2_BITS + CCA_SEGMAP_LEAF_BITS)); }
+static inline size_t _cca_segmap_idx1(uint64_t c) { return (size_t)(c >> (CCA_SEGMAP_L2_BITS + CCA_SEGMAP_LEAF_BITS)) & ((1u << CCA_SEGMAP_L1_BITS) - 1); }
+static inline size_t _cca_segmap_idx2(uint64_t c) { return (size_t)(c >> CCA_SEGMAP_LEAF_BITS) & ((1u << CCA_SEGMAP_L2_BITS) - 1); }
+static inline size_t _cca_segmap_idxl(uint64_t c) { return (size_t)c & ((1u << CCA_SEGMAP_LEAF_BITS) - 1); }
+
+/* The segment that holds p, or NULL (any thread, no lock). */
+static inline cca_segment_t *_cca_segmap_find(const cca_allocator_t *a, uintptr_t p)
+{
+    uint64_t c = p >> CCA_SEGMAP_CHUNK_BITS;
+    struct cca_segmap_node *n1 = atomic_load_explicit(&a->segmap[_cca_segmap_idx0(c)], memory_order_acquire);
+    if (!n1) return NULL;
+    struct cca_segmap_node *n2 = atomic_load_explicit(&n1->child[_cca_segmap_idx1(c)], memory_order_acquire);
+    if (!n2) return NULL;
+    struct cca_segmap_leaf *l = atomic_load_explicit(&n2->child[_cca_segmap_idx2(c)], memory_order_acquire);
+    if (!l) return NULL;
+    size_t i = _cca_segmap_idxl(c);
+    uintptr_t hi = atomic_load_explicit(&l->e[i].hi_addr, memory_order_relaxed);
+    if (hi && p >= hi) return atomic_load_explicit(&l->e[i].hi, memory_order_acquire);
+    return atomic_load_explicit(&l->e[i].lo, memory_order_acquire);
+}
 
 /* stream.c: stream identity and per-stream state. */
 uint64_t      _cca_stream_key_special(int device, cudaStream_t s);   /* s is cudaStreamPerThread */
