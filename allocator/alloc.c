@@ -99,8 +99,16 @@ static inline void alloc_note_search(cca_allocator_t *a, int pool)
         atomic_fetch_add_explicit(&a->gc_searches, 1, memory_order_relaxed);
 }
 
+/* What the hot path's growth did before it sent the request all locked
+ * (ctx.new_tried: the standard segment was refused, with status s). */
+typedef struct alloc_grown {
+    cca_oom_ctx_t ctx;
+    cca_status_t s;
+} alloc_grown_t;
+
 static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
-                                      cudaStream_t stream, cca_stream_t **served, bool tentative)
+                                      cudaStream_t stream, cca_stream_t **served, bool tentative,
+                                      const alloc_grown_t *grown)
 {
     cca_oom_ctx_t ctx = { .requested = size, .stream = stream, .pool = CCA_POOL_LARGE, .tentative = tentative };
     if (size > CCA_MAX_REQUEST) {
@@ -119,6 +127,11 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
+        if (grown->ctx.new_tried && grown->ctx.pool == pool && grown->ctx.rounded == rounded) {   /* refused just now */
+            if (grown->ctx.host_failed) return alloc_fail_host(a, "cca_malloc", tentative);
+            ctx.new_tried = true;
+            ctx.device_refused = grown->ctx.device_refused;
+        }
         cca_status_t s = _cca_segment_grow(a, st, pool, &ctx, &b);
         if (s == CCA_ERROR_OUT_OF_MEMORY)
             return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
@@ -138,12 +151,24 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     return CCA_OK;
 }
 
+/* No cached block serves the request: the standard segment, st locked
+ * (segment.c says when that applies); NULL sends the request all locked,
+ * with what was tried in *g. */
+static __attribute__((noinline)) cca_block_t *alloc_grow_unlocked(cca_allocator_t *a, cca_stream_t *st, int pool,
+                                                                  size_t rounded, size_t size, alloc_grown_t *g)
+{
+    g->ctx = (cca_oom_ctx_t){ .requested = size, .rounded = rounded, .pool = pool };
+    cca_block_t *b = NULL;
+    if (!_cca_segment_grow_unlocked(a, st, pool, &g->ctx, &b, &g->s) || g->s != CCA_OK) return NULL;
+    return b;
+}
+
 /* The hot path, under st's lock: false sends the caller all locked.
  * Inlined into cca_malloc and cca_malloc_try both: left out of line once it
  * had two callers, it cost 18 instructions an alloc+free pair
  * (scripts/instructions.sh). */
 static inline __attribute__((always_inline)) bool alloc_malloc_fast(cca_allocator_t *a, cca_stream_t *st, void **ptr,
-                                                                    size_t size)
+                                                                    size_t size, alloc_grown_t *g)
 {
     size_t rounded = !a->plain_rounding ? _cca_config_round_size(&a->cfg, size)
                    : size < CCA_MIN_BLOCK ? CCA_MIN_BLOCK : (size + CCA_MIN_BLOCK - 1) & ~(CCA_MIN_BLOCK - 1);
@@ -159,7 +184,7 @@ static inline __attribute__((always_inline)) bool alloc_malloc_fast(cca_allocato
     _cca_park_flush_unpaid(a, st, pool);
     if (__builtin_expect(!_cca_block_spare_reserve(st) || !_cca_ptrmap_reserve(&st->live), 0)) return false;
     b = _cca_block_find_free(a, st, pool, rounded);
-    if (__builtin_expect(!b, 0)) return false;
+    if (__builtin_expect(!b, 0) && !(b = alloc_grow_unlocked(a, st, pool, rounded, size, g))) return false;
     cca_delta_t d;
     _cca_take_delta(&d, a, b, rounded, size);
     if (!_cca_counters_apply(a, st, pool, &d)) return false;
@@ -190,7 +215,7 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
  * the context function runs first, before any lock. */
 /* The hot path on st, under its lock alone; false: the slow path must serve it. */
 static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t *a, cca_stream_t *st, uint64_t key,
-                                                                 void **ptr, size_t size)
+                                                                 void **ptr, size_t size, alloc_grown_t *g)
 {
     _cca_lock(&st->lock);
     /* read under the stream lock: a watch set by the all-locked path
@@ -201,20 +226,22 @@ static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t
     bool done = st->key == key && !alloc_hooked(a) &&   /* a record retired meanwhile has another key */
                 (!atomic_load_explicit(&a->pending_events, memory_order_relaxed) ||
                  alloc_own_events_only(a, st)) &&
-                alloc_malloc_fast(a, st, ptr, size);
+                alloc_malloc_fast(a, st, ptr, size, g);
     _cca_unlock(&st->lock);
     return done;
 }
 
 static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, void **ptr, size_t size,
-                                                                uint64_t key, cudaStream_t stream, bool tentative)
+                                                                uint64_t key, cudaStream_t stream, bool tentative,
+                                                                const alloc_grown_t *grown)
 {
+    if (grown->ctx.new_tried && grown->s != CCA_ERROR_OUT_OF_MEMORY) return grown->s;   /* a CUDA error ends the ladder */
     uint64_t ctx = 0;
     bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
     if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
     _cca_alloc_lock_all(a);
     cca_stream_t *served = NULL;
-    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative);
+    cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative, grown);
     alloc_unlock_all_changed(a, served);
     if (__builtin_expect(s == CCA_ERROR_OUT_OF_MEMORY, 0) && !tentative) a->acct.ops->after_oom(a);
     if (recording) _cca_history_context_end(ctx);
@@ -235,8 +262,10 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
     if (__builtin_expect(key == UINT64_MAX, 0))
         return _cca_errors_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
-    if (st && size <= CCA_MAX_REQUEST && alloc_try_fast(a, st, key, ptr, size)) return CCA_OK;
-    return alloc_malloc_slow(a, ptr, size, key, stream, tentative);
+    alloc_grown_t grown;
+    grown.ctx.new_tried = false;
+    if (st && size <= CCA_MAX_REQUEST && alloc_try_fast(a, st, key, ptr, size, &grown)) return CCA_OK;
+    return alloc_malloc_slow(a, ptr, size, key, stream, tentative, &grown);
 }
 
 cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)

@@ -50,6 +50,12 @@ bool         _cca_segment_release(cca_allocator_t *a, cca_segment_t *seg);
 void         _cca_segment_destroy_all(cca_allocator_t *a);    /* frees the recycled segment records */
 void         _cca_segment_release_cached(cca_allocator_t *a);
 cca_status_t _cca_segment_grow(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx, cca_block_t **out);
+/* The ladder's first rung off the all-locked path (st locked; segment.c):
+ * false when it does not apply or the cap refuses (no device call was
+ * made: the all-locked path climbs the whole ladder), else true with
+ * ctx->new_tried set and the status in *s (a segment in *out). */
+bool         _cca_segment_grow_unlocked(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
+                                        cca_block_t **out, cca_status_t *s);
 bool         _cca_segment_trim_plentiful(cca_allocator_t *a);  /* release_before_grow acts: free >= CCA_TRIM_PLENTY x held */
 
 cca_segment_t *_cca_segment_new(cca_allocator_t *a);                  /* a record, recycled or new; NULL: no host memory */

@@ -123,6 +123,7 @@ static void counters_reset_profile(cca_allocator_t *a)
 {
     a->lock_all_base = a->lock_all_count;
     _cca_lock_figures_reset(&a->lock, true);
+    _cca_lock_figures_reset(&a->seg_lock, false);
     counters_stream_locks(a, NULL, true);
 }
 
@@ -162,14 +163,16 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
     for (const cca_stream_t *st = a->streams; st; st = st->next) host += _cca_stream_host_bytes(st);
     out->host_bytes = host;
     out->num_all_locked = (int64_t)(a->lock_all_count - a->lock_all_base);
-    cca_lock_figures_t al = { 0 }, sl = { 0 };
+    cca_lock_figures_t al = { 0 }, sl = { 0 }, gl = { 0 };
     _cca_lock_figures_add(&al, &a->lock, true);
+    _cca_lock_figures_add(&gl, &a->seg_lock, false);           /* its holders hold a stream's lock: none now */
     counters_stream_locks(a, &sl, false);
 #define COUNTERS_LOCK_(cls, f) \
     out->lock_##cls##_acquisitions = (int64_t)(f).acquisitions, out->lock_##cls##_contended = (int64_t)(f).contended, \
     out->lock_##cls##_wait_ns_total = (int64_t)(f).wait_ns_total, out->lock_##cls##_wait_ns_max = (int64_t)(f).wait_ns_max
     COUNTERS_LOCK_(allocator, al);
     COUNTERS_LOCK_(streams, sl);
+    COUNTERS_LOCK_(segments, gl);
 #undef COUNTERS_LOCK_
 }
 

@@ -2,7 +2,8 @@
  * releasing unused cached segments (OOM retry, empty cache, garbage
  * collection, release_before_grow), and growing: the ladder of rungs a
  * request climbs for a new segment, and the one function that sizes them.
- * All locked. */
+ * All locked, but for the ladder's first rung, which a stream's hot path
+ * climbs alone where no policy acts before it (_cca_segment_grow_unlocked). */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -377,6 +378,26 @@ static void segment_release_for_peak(cca_allocator_t *a, const cca_stream_t *st,
     }
 }
 
+/* The standard segment for st's request without the all-locked path: st
+ * held, and the segment-list lock for what segments share (the list, the
+ * records, the address map, host_bytes, the segment figures and the cap's
+ * test against them). Only where nothing before that rung must see every
+ * stream - no garbage collection, release_before_grow or
+ * segment_growth_percent - and not for expandable segments, whose handles
+ * and address space stay all locked. */
+bool _cca_segment_grow_unlocked(cca_allocator_t *a, cca_stream_t *st, int pool, cca_oom_ctx_t *ctx,
+                                cca_block_t **out, cca_status_t *s)
+{
+    if (a->xv || a->gc_enabled || a->cfg.release_before_grow || a->cfg.segment_growth_percent) return false;
+    size_t size = _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_NEW);
+    _cca_lock(&a->seg_lock);
+    *s = segment_alloc_segment(a, st, pool, size, ctx, false, out);
+    _cca_unlock(&a->seg_lock);
+    if (*s == CCA_ERROR_OUT_OF_MEMORY && ctx->cap_refused) return false;   /* no device call: the ladder decides */
+    ctx->new_tried = *s != CCA_OK;
+    return true;
+}
+
 /* ---- the growth ladder ---------------------------------------------------
  * A request no cached block serves climbs these rungs until one gives it a
  * segment: each names the segment size it asks for (_cca_segment_size, the
@@ -453,8 +474,12 @@ static bool segment_grow_grown(grow_t *g)
     return segment_grow_alloc(g, g->grown, &trial, false);
 }
 
-/* The standard segment. */
-static bool segment_grow_new(grow_t *g) { return segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_NEW), g->ctx, false); }
+/* The standard segment, unless the hot path asked for it just before
+ * (refused: ctx->device_refused says so). */
+static bool segment_grow_new(grow_t *g)
+{
+    return !g->ctx->new_tried && segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_NEW), g->ctx, false);
+}
 
 /* max_split_size: after releasing the oversize cached blocks that would help. */
 static bool segment_grow_release_fitting(grow_t *g)

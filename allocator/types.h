@@ -229,6 +229,7 @@ typedef struct cca_oom_ctx {
     bool host_failed;                                 /* host memory for metadata ran out */
     bool captured;                                    /* the before-release figures are set */
     bool tentative;                                   /* cca_malloc_try: an out-of-memory is only returned */
+    bool new_tried;                                   /* the standard segment was asked for off the all-locked path */
     size_t free_cached_before, largest_free_before;   /* as the request found the cache */
     size_t reserved_before, allocated_before;
 } cca_oom_ctx_t;
@@ -268,6 +269,11 @@ struct cca_allocator {
     _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
     _Atomic size_t pending_events;                    /* events pending in all streams (their n_pending summed) */
     int64_t retired_inc[CCA_POOL_COUNT][CCA_NSHARD];  /* increases counted by streams since retired */
+    /* The segment-list lock: a hot path growing its stream holds it with
+     * its stream's lock, for the list, the records, the address map's
+     * writes, host_bytes and the segment figures (the all-locked path,
+     * holding every stream's lock, excludes those growers). */
+    cca_lock_t seg_lock;
     cca_segment_t *segments;
     cca_segment_t *spare_segs;                        /* recycled segment records (via next) */
     void *_Atomic *segmap;                            /* address -> segment (segmap.c) */

@@ -189,6 +189,7 @@ static void summary_lock_table(cca_emit_t *e, const cca_stats_t *s)
                      s->lock_##cls##_wait_ns_max)
     SUMMARY_LOCK_("allocator", allocator);
     SUMMARY_LOCK_("streams", streams);
+    SUMMARY_LOCK_("segment list", segments);
 #undef SUMMARY_LOCK_
     char t[80];
     snprintf(t, sizeof t, "all-locked path entered %lld times", (long long)s->num_all_locked);

@@ -184,3 +184,97 @@ Test(locks, a_wait_for_a_stream_lock_is_counted_and_timed)
     free_ok(a, m.p);
     finish(a);
 }
+
+/* ---- growth off the all-locked path -------------------------------------- */
+
+Test(locks, a_new_segment_is_made_under_the_stream_and_segment_list_locks)
+{
+    cca_allocator_t *a = make_alloc("");
+    void *small = alloc_ok(a, 4 * KiB, NULL);         /* the stream's first call: all locked */
+    uint64_t entries = a->lock_all_count;
+    unsigned long mallocs = cca_sim_calls(CCA_SIM_MALLOC);
+    void *big = alloc_ok(a, 30 * MiB, NULL);          /* a 30 MiB segment */
+    void *mid = alloc_ok(a, 4 * MiB, NULL);           /* a 20 MiB segment */
+    cr_assert_eq(a->lock_all_count, entries, "growth took the all-locked path");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), mallocs + 2);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_device_alloc, 3);
+    ASSERT_STAT(s, segment, CCA_POOL_LARGE, 2);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_ALL, (int64_t)(2 * MiB + 30 * MiB + 20 * MiB));
+    cr_assert_eq(s.reserved_bytes[CCA_POOL_ALL].peak, (int64_t)(52 * MiB));
+    cr_assert_eq(s.lock_segments_acquisitions, 2);
+    check_ok(a);
+    free_ok(a, big);
+    free_ok(a, mid);
+    free_ok(a, small);
+    finish(a);
+}
+
+Test(locks, a_segment_the_device_refused_is_not_asked_for_again_all_locked)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    free_ok(a, alloc_ok(a, 20 * MiB, NULL));          /* cached: 50 MiB of 64 reserved */
+    unsigned long mallocs = cca_sim_calls(CCA_SIM_MALLOC), frees = cca_sim_calls(CCA_SIM_FREE);
+    void *q = alloc_ok(a, 30 * MiB, NULL);            /* refused (14 MiB free), the cache released, asked again */
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), mallocs + 2, "PyTorch's calls: the segment, then after the release");
+    cr_assert_eq(cca_sim_calls(CCA_SIM_FREE), frees + 1);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_alloc_retries, 1);
+    cr_assert_eq(s.num_ooms, 0);
+    mallocs = cca_sim_calls(CCA_SIM_MALLOC);
+    void *r = NULL;
+    cr_assert_eq(cca_malloc(a, &r, 30 * MiB, NULL), CCA_ERROR_OUT_OF_MEMORY);   /* refused, nothing to release, refused */
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), mallocs + 2);
+    cca_oom_report_t o;
+    cr_assert_eq(cca_last_oom_report(a, &o), CCA_OK);
+    cr_assert(o.device_refused, "the report says the device refused");
+    cr_assert(!o.cap_refused);
+    cr_assert_eq(o.requested, 30 * MiB);
+    s = stats_of(a);
+    cr_assert_eq(s.num_alloc_retries, 2);
+    cr_assert_eq(s.num_ooms, 1);
+    check_ok(a);
+    free_ok(a, p);
+    free_ok(a, q);
+    finish(a);
+}
+
+typedef struct grower { cca_allocator_t *a; cudaStream_t s; int id; } grower_t;
+
+static void *grow_and_free(void *arg)
+{
+    grower_t *g = arg;
+    void *p[24];
+    for (int round = 0; round < 30; round++) {
+        for (int i = 0; i < 24; i++)
+            cr_assert_eq(cca_malloc(g->a, &p[i], (size_t)(1 + (i + g->id) % 5) * MiB + (size_t)i * 4096, g->s), CCA_OK);
+        for (int i = 0; i < 24; i++) cr_assert_eq(cca_free(g->a, p[i]), CCA_OK);
+        if (round % 7 == g->id) cr_assert_eq(cca_empty_cache(g->a), CCA_OK);
+    }
+    return NULL;
+}
+
+Test(locks, threads_growing_their_own_streams_at_once_keep_every_figure, .timeout = 120)
+{
+    cca_allocator_t *a = make_alloc("");
+    grower_t g[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        g[i] = (grower_t){ a, NULL, i };
+        cr_assert_eq(cudaStreamCreate(&g[i].s), cudaSuccess);
+        cr_assert_eq(pthread_create(&t[i], NULL, grow_and_free, &g[i]), 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    check_ok(a);
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, allocation, CCA_POOL_ALL, 0);
+    cr_assert_eq(s.segment[CCA_POOL_ALL].current, s.num_device_alloc - s.num_device_free);
+    cr_assert_eq((size_t)s.reserved_bytes[CCA_POOL_ALL].current, cca_sim_used_bytes(0));
+    cr_assert_gt(s.lock_segments_acquisitions, 0);
+    cr_assert_eq(cca_empty_cache(a), CCA_OK);
+    cr_assert_eq(cca_sim_live_allocations(0), 0);
+    for (int i = 0; i < 3; i++) cudaStreamDestroy(g[i].s);
+    finish(a);
+}
