@@ -107,13 +107,13 @@ void _cca_counters_refresh(cca_allocator_t *a)
 static void counters_stream_locks(cca_allocator_t *a, cca_lock_figures_t *f, bool reset)
 {
     for (cca_stream_t *st = a->streams; st; st = st->next) {
-        if (reset) _cca_lock_figures_reset(&st->lock, true);
-        else _cca_lock_figures_add(f, &st->lock, true);
+        if (reset) _cca_lock_figures_reset(&st->lock);
+        else _cca_lock_figures_add(f, &st->lock);
     }
     for (cca_stream_t *st = a->husks; st; st = st->next) {
         _cca_lock(&st->lock);
-        if (reset) _cca_lock_figures_reset(&st->lock, true);
-        else _cca_lock_figures_add(f, &st->lock, true);
+        if (reset) _cca_lock_figures_reset(&st->lock);
+        else _cca_lock_figures_add(f, &st->lock);
         _cca_unlock(&st->lock);
     }
 }
@@ -122,8 +122,8 @@ static void counters_stream_locks(cca_allocator_t *a, cca_lock_figures_t *f, boo
 static void counters_reset_profile(cca_allocator_t *a)
 {
     a->lock_all_base = a->lock_all_count;
-    _cca_lock_figures_reset(&a->lock, true);
-    _cca_lock_figures_reset(&a->seg_lock, false);
+    _cca_lock_figures_reset(&a->lock);
+    _cca_lock_figures_reset(&a->seg_lock);
     counters_stream_locks(a, NULL, true);
 }
 
@@ -164,8 +164,8 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
     out->host_bytes = host;
     out->num_all_locked = (int64_t)(a->lock_all_count - a->lock_all_base);
     cca_lock_figures_t al = { 0 }, sl = { 0 }, gl = { 0 };
-    _cca_lock_figures_add(&al, &a->lock, true);
-    _cca_lock_figures_add(&gl, &a->seg_lock, false);           /* its holders hold a stream's lock: none now */
+    _cca_lock_figures_add(&al, &a->lock);
+    _cca_lock_figures_add(&gl, &a->seg_lock);           /* its holders hold a stream's lock: none now */
     counters_stream_locks(a, &sl, false);
 #define COUNTERS_LOCK_(cls, f) \
     out->lock_##cls##_acquisitions = (int64_t)(f).acquisitions, out->lock_##cls##_contended = (int64_t)(f).contended, \

@@ -1,17 +1,20 @@
-/* lock.h - the allocator's locks: a ticket lock that sleeps. Taking it is
- * one atomic add (a ticket), releasing it one atomic exchange (the next
- * ticket served) and one load (is anyone asleep?), so waiters are served
- * in the order they came. A waiter spins briefly (a critical section of
- * the hot path is a few hundred instructions), then sleeps on the futex
- * of the ticket served, and every release with sleepers wakes them all:
- * each looks whether its ticket is served and, if not, sleeps again. No
- * sched_yield, whose cost on a busy machine is a time slice.
+/* lock.h - the allocator's locks: a mutex that spins briefly, then sleeps
+ * on a futex. Taking it free is one compare-and-swap, releasing it one
+ * exchange (and a wake only when someone sleeps): the three states of
+ * Drepper's "Futexes are tricky" (free, held, held with sleepers). No
+ * sched_yield, whose cost on a busy machine is a time slice. Sleepers are
+ * woken one at a time, in the kernel's order (first come first woken at
+ * equal priority); a woken thread may lose the lock to one still running,
+ * and sleeps again. A ticket lock (strict turns) was measured first and
+ * dropped: with two threads on one stream on two busy cores every turn
+ * went to a thread that had to be woken, 0.02x one thread's throughput
+ * (docs/history.md, "Locks").
  *
  * Each lock keeps its own figures, jemalloc's mutex profiling: its
- * acquisitions (the tickets handed out: nothing to count), and only when
- * it had to wait, its waits and their total and longest time - always on,
- * since an uncontended acquisition pays nothing for them. The holder
- * writes them; readers hold the lock. */
+ * acquisitions (one add by the holder), and only when it had to wait, its
+ * waits and their total and longest time - always on, since an
+ * uncontended acquisition pays only the add. The holder writes them;
+ * readers hold the lock (or know no one does). */
 #ifndef CCA_LOCK_H
 #define CCA_LOCK_H
 
@@ -32,25 +35,20 @@ typedef struct cca_lock_figures {
     uint64_t wait_ns_total, wait_ns_max;              /* their waits */
 } cca_lock_figures_t;
 
-/* Tickets are 64 bits, so they never wrap and the releases so far count
- * the acquisitions; the futex word is served's low half (the kernel
- * compares 32 bits). */
+enum { CCA_LOCK_FREE, CCA_LOCK_HELD, CCA_LOCK_SLEEPERS };
 typedef struct cca_lock {
-    _Atomic uint64_t served;                          /* the ticket that holds the lock: releases so far (first:
-                                                       * its address is the lock's, one register less) */
-    _Atomic uint64_t next;                            /* the next ticket handed out */
-    _Atomic uint32_t sleepers;                        /* waiters asleep, or about to sleep, on served */
-    cca_lock_figures_t fig;                           /* written by the holder: acquisitions at the last reset, waits since */
+    _Atomic uint32_t state;                           /* CCA_LOCK_*: the futex word */
+    cca_lock_figures_t fig;                           /* written by the holder; acquisitions at a reset subtracted */
+    uint64_t base;                                    /* acquisitions at the last reset */
 } cca_lock_t;
 
 #define CCA_LOCK_SPINS 128                            /* pauses before a waiter sleeps */
 
 static inline void _cca_lock_init(cca_lock_t *l)
 {
-    atomic_init(&l->next, 0);
-    atomic_init(&l->served, 0);
-    atomic_init(&l->sleepers, 0);
+    atomic_init(&l->state, CCA_LOCK_FREE);
     l->fig = (cca_lock_figures_t){ 0 };
+    l->base = 0;
 }
 
 static inline void _cca_cpu_relax(void)
@@ -69,22 +67,12 @@ static inline uint64_t _cca_lock_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Sleeps while l->served is still `seen` (returns at once if it moved). */
-static inline uint32_t *_cca_lock_futex_word(cca_lock_t *l)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    return (uint32_t *)&l->served;
-#else
-    return (uint32_t *)&l->served + 1;
-#endif
-}
-
-static inline void _cca_lock_sleep(cca_lock_t *l, uint64_t seen)
+static inline void _cca_lock_sleep(cca_lock_t *l)
 {
 #if defined(__linux__)
-    syscall(SYS_futex, _cca_lock_futex_word(l), FUTEX_WAIT_PRIVATE, (uint32_t)seen, NULL, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&l->state, FUTEX_WAIT_PRIVATE, CCA_LOCK_SLEEPERS, NULL, NULL, 0);
 #else
-    (void)l, (void)seen;
+    (void)l;
     sched_yield();
 #endif
 }
@@ -92,30 +80,28 @@ static inline void _cca_lock_sleep(cca_lock_t *l, uint64_t seen)
 static __attribute__((noinline, cold)) void _cca_lock_wake(cca_lock_t *l)
 {
 #if defined(__linux__)
-    syscall(SYS_futex, _cca_lock_futex_word(l), FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 #else
     (void)l;
 #endif
 }
 
-/* Ticket t is not served yet: spin, then sleep until it is; counted. A
- * sleeper is counted before it looks at served for the last time, and a
- * release exchanges served before it looks at the count (both sequentially
- * consistent), so a release either sees the sleeper or the sleeper sees
- * the release. */
-static __attribute__((noinline, cold)) void _cca_lock_wait(cca_lock_t *l, uint64_t t)
+/* The lock was held: spin a moment, then sleep until it is ours (taken
+ * as "held with sleepers", so its release wakes the next); counted. */
+static __attribute__((noinline, cold)) void _cca_lock_wait(cca_lock_t *l)
 {
-    uint64_t from = _cca_lock_now_ns(), s;
-    for (unsigned spins = 0; (s = atomic_load_explicit(&l->served, memory_order_acquire)) != t; spins++) {
-        if (spins < CCA_LOCK_SPINS) {
-            _cca_cpu_relax();
-            continue;
-        }
-        atomic_fetch_add_explicit(&l->sleepers, 1, memory_order_seq_cst);
-        s = atomic_load_explicit(&l->served, memory_order_seq_cst);
-        if (s != t) _cca_lock_sleep(l, s);
-        atomic_fetch_sub_explicit(&l->sleepers, 1, memory_order_relaxed);
+    uint64_t from = _cca_lock_now_ns();
+    bool got = false;
+    for (unsigned spins = 0; spins < CCA_LOCK_SPINS && !got; spins++) {
+        _cca_cpu_relax();
+        uint32_t free_ = CCA_LOCK_FREE;
+        got = atomic_load_explicit(&l->state, memory_order_relaxed) == CCA_LOCK_FREE &&
+              atomic_compare_exchange_weak_explicit(&l->state, &free_, CCA_LOCK_HELD, memory_order_acquire,
+                                                    memory_order_relaxed);
     }
+    if (!got)
+        while (atomic_exchange_explicit(&l->state, CCA_LOCK_SLEEPERS, memory_order_acquire) != CCA_LOCK_FREE)
+            _cca_lock_sleep(l);
     uint64_t w = _cca_lock_now_ns() - from;
     l->fig.contended++;
     l->fig.wait_ns_total += w;
@@ -124,44 +110,45 @@ static __attribute__((noinline, cold)) void _cca_lock_wait(cca_lock_t *l, uint64
 
 static inline void _cca_lock(cca_lock_t *l)
 {
-    uint64_t t = atomic_fetch_add_explicit(&l->next, 1, memory_order_acquire);
-    if (__builtin_expect(atomic_load_explicit(&l->served, memory_order_acquire) != t, 0)) _cca_lock_wait(l, t);
+    uint32_t free_ = CCA_LOCK_FREE;
+    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&l->state, &free_, CCA_LOCK_HELD,
+                                                                 memory_order_acquire, memory_order_relaxed), 0))
+        _cca_lock_wait(l);
+    l->fig.acquisitions++;
 }
 
-/* Taken only if free: the next ticket is the one served, and taking it
- * leaves it served (served never passes next). */
 static inline bool _cca_trylock(cca_lock_t *l)
 {
-    uint64_t s = atomic_load_explicit(&l->served, memory_order_relaxed), n = s;
-    return atomic_compare_exchange_strong_explicit(&l->next, &n, s + 1, memory_order_acquire, memory_order_relaxed);
+    uint32_t free_ = CCA_LOCK_FREE;
+    if (atomic_load_explicit(&l->state, memory_order_relaxed) != CCA_LOCK_FREE ||
+        !atomic_compare_exchange_strong_explicit(&l->state, &free_, CCA_LOCK_HELD, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return false;
+    l->fig.acquisitions++;
+    return true;
 }
 
 static inline void _cca_unlock(cca_lock_t *l)
 {
-    atomic_fetch_add_explicit(&l->served, 1, memory_order_seq_cst);
-    if (__builtin_expect(atomic_load_explicit(&l->sleepers, memory_order_seq_cst) != 0, 0)) _cca_lock_wake(l);
+    if (__builtin_expect(atomic_exchange_explicit(&l->state, CCA_LOCK_FREE, memory_order_release) == CCA_LOCK_SLEEPERS, 0))
+        _cca_lock_wake(l);
 }
 
-/* l's acquisitions so far: the releases, and the caller's own while it
- * holds l (`held`: l is held by the caller, else by no one). */
-static inline uint64_t _cca_lock_acquired(const cca_lock_t *l, bool held)
+/* Adds l's figures since its last reset to *to (l held by the caller, or
+ * by no one). */
+static inline void _cca_lock_figures_add(cca_lock_figures_t *to, const cca_lock_t *l)
 {
-    return atomic_load_explicit(&l->served, memory_order_relaxed) + held;
-}
-
-/* Adds l's figures since its last reset to *to. */
-static inline void _cca_lock_figures_add(cca_lock_figures_t *to, const cca_lock_t *l, bool held)
-{
-    to->acquisitions += _cca_lock_acquired(l, held) - l->fig.acquisitions;
+    to->acquisitions += l->fig.acquisitions - l->base;
     to->contended += l->fig.contended;
     to->wait_ns_total += l->fig.wait_ns_total;
     if (l->fig.wait_ns_max > to->wait_ns_max) to->wait_ns_max = l->fig.wait_ns_max;
 }
 
-/* Starts l's figures again from 0 (fig.acquisitions keeps the count then). */
-static inline void _cca_lock_figures_reset(cca_lock_t *l, bool held)
+/* Starts l's figures again from 0. */
+static inline void _cca_lock_figures_reset(cca_lock_t *l)
 {
-    l->fig = (cca_lock_figures_t){ .acquisitions = _cca_lock_acquired(l, held) };
+    l->base = l->fig.acquisitions;
+    l->fig.contended = l->fig.wait_ns_total = l->fig.wait_ns_max = 0;
 }
 
 #endif /* CCA_LOCK_H */

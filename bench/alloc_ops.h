@@ -12,6 +12,16 @@ extern "C" {
 
 enum { BENCH_OK = 0, BENCH_OOM = 1, BENCH_ERR = -1 };
 
+/* How an allocator ran (cca: its CCA_PROFILE figures): all-locked entries
+ * and, per lock class (allocator, streams, segment list), acquisitions,
+ * those that waited and their waits. */
+enum { BENCH_LOCK_CLASSES = 3 };
+typedef struct bench_profile {
+    double all_locked;
+    double acquisitions[BENCH_LOCK_CLASSES], contended[BENCH_LOCK_CLASSES];
+    double wait_ns_total[BENCH_LOCK_CLASSES], wait_ns_max[BENCH_LOCK_CLASSES];
+} bench_profile_t;
+
 typedef struct bench_alloc_ops {
     const char *name;
     /* conf: allocator-specific text (cca: a CCA_CONF string; CUB: "default"
@@ -28,6 +38,8 @@ typedef struct bench_alloc_ops {
     size_t (*peak_reserved)(void *ctx);
     /* Optional (NULL): consistency check; BENCH_OK or BENCH_ERR with msg. */
     int (*check)(void *ctx, char *msg, size_t msg_len);
+    /* Optional (NULL): the figures of bench_profile_t so far (never timed). */
+    int (*profile)(void *ctx, bench_profile_t *out);
     void (*fini)(void *ctx);
 } bench_alloc_ops_t;
 

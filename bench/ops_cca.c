@@ -69,6 +69,24 @@ static int cca_op_check(void *ctx, char *msg, size_t msg_len)
     return BENCH_ERR;
 }
 
+static int cca_op_profile(void *ctx, bench_profile_t *out)
+{
+    cca_stats_t st;
+    if (cca_get_stats(ctx, &st) != CCA_OK)
+        return BENCH_ERR;
+    out->all_locked = (double)st.num_all_locked;
+#define PROFILE_LOCK_(i, cls)                                                 \
+    out->acquisitions[i] = (double)st.lock_##cls##_acquisitions,              \
+    out->contended[i] = (double)st.lock_##cls##_contended,                    \
+    out->wait_ns_total[i] = (double)st.lock_##cls##_wait_ns_total,            \
+    out->wait_ns_max[i] = (double)st.lock_##cls##_wait_ns_max
+    PROFILE_LOCK_(0, allocator);
+    PROFILE_LOCK_(1, streams);
+    PROFILE_LOCK_(2, segments);
+#undef PROFILE_LOCK_
+    return BENCH_OK;
+}
+
 static void cca_fini(void *ctx)
 {
     cca_destroy(ctx);
@@ -83,5 +101,6 @@ const bench_alloc_ops_t bench_ops_cca = {
     .reserved_bytes = cca_reserved,
     .peak_reserved = cca_peak,
     .check = cca_op_check,
+    .profile = cca_op_profile,
     .fini = cca_fini,
 };

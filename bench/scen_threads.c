@@ -1,6 +1,8 @@
 /* scen_threads.c - pingpong and mixed on two threads sharing one allocator,
  * each thread on its own stream or both on one shared stream, against the
- * same work on one thread: aggregate operations per second. */
+ * same work on one thread: aggregate operations per second; and, where the
+ * allocator tells them (cca), its all-locked entries and lock waits per
+ * 1,000 operations of the last repetition. */
 #include "bench.h"
 #include "clock.h"
 #include "measure.h"
@@ -18,12 +20,42 @@
 #define MIXED_STEPS 65536
 #define MIXED_SEED 0x5eed5eedu
 
+/* The last repetition's profile of one allocator in one layout. */
+typedef struct threads_profile {
+    char label[48];
+    bench_profile_t d;            /* over the timed work (the second reading's own stream acquisitions included) */
+    double ops;
+    int have;
+} threads_profile_t;
+
 typedef struct threads_arg {
     int mixed;                    /* 0: pingpong of PP_SIZE */
     int n_threads;
     int shared_stream;
     const mixed_seq_t *seqs;      /* [MAX_THREADS], one per thread */
+    threads_profile_t prof[BENCH_MAX_ALLOCS];
 } threads_arg_t;
+
+static threads_profile_t *profile_slot(threads_arg_t *ta, const char *label)
+{
+    for (int i = 0; i < BENCH_MAX_ALLOCS; i++)
+        if (!ta->prof[i].label[0] || !strcmp(ta->prof[i].label, label)) {
+            snprintf(ta->prof[i].label, sizeof ta->prof[i].label, "%s", label);
+            return &ta->prof[i];
+        }
+    return NULL;
+}
+
+static void profile_delta(bench_profile_t *d, const bench_profile_t *p0, const bench_profile_t *p1)
+{
+    d->all_locked = p1->all_locked - p0->all_locked - 1;   /* less the second reading's own entry */
+    for (int k = 0; k < BENCH_LOCK_CLASSES; k++) {
+        d->acquisitions[k] = p1->acquisitions[k] - p0->acquisitions[k] - (k == 0);
+        d->contended[k] = p1->contended[k] - p0->contended[k];
+        d->wait_ns_total[k] = p1->wait_ns_total[k] - p0->wait_ns_total[k];
+        d->wait_ns_max[k] = p1->wait_ns_max[k];   /* the longest since the allocator began */
+    }
+}
 
 typedef struct worker {
     const threads_arg_t *arg;
@@ -99,6 +131,8 @@ static void finish(worker_t *w, int n, const simctl_calls_t *c0, bench_sample_t 
 static void run_threads(const bench_alloc_t *a, threads_arg_t *ta, void *ctx,
                         cudaStream_t *streams, size_t iters, bench_sample_t *out)
 {
+    bench_profile_t p0, p1;
+    int profiled = 0;
     worker_t w[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     pthread_barrier_t bar;
@@ -113,9 +147,17 @@ static void run_threads(const bench_alloc_t *a, threads_arg_t *ta, void *ctx,
     }
     pthread_barrier_wait(&bar);
     simctl_snapshot(&c0);
+    if (a->ops->profile)
+        profiled = a->ops->profile(ctx, &p0) == BENCH_OK;
     pthread_barrier_wait(&bar);
     pthread_barrier_wait(&bar);
     finish(w, n, &c0, out);
+    threads_profile_t *slot = profile_slot(ta, a->label);
+    if (profiled && slot && a->ops->profile(ctx, &p1) == BENCH_OK) {
+        profile_delta(&slot->d, &p0, &p1);
+        slot->ops = 2.0 * (double)iters * n;
+        slot->have = 1;
+    }
     for (int i = 0; i < n; i++)
         pthread_join(tid[i], NULL);
     pthread_barrier_destroy(&bar);
@@ -170,20 +212,57 @@ static void ratio_table(const char *work, const bench_opts_t *o)
 
 #define N_LAYOUTS (sizeof layouts / sizeof layouts[0])
 
+/* The allocators' own account of the last repetition, per 1,000 ops. */
+static void profile_table(const char *work, const bench_opts_t *o, threads_arg_t *ta)
+{
+    int any = 0;
+    for (size_t l = 0; l < N_LAYOUTS && !any; l++)
+        for (int i = 0; i < BENCH_MAX_ALLOCS; i++) any |= ta[l].prof[i].have;
+    if (!any)
+        return;
+    printf("\n  %s: locks, last repetition (per 1,000 operations; waits: acquisitions that waited)\n", work);
+    printf("  %-18s %-24s %10s %12s %12s %12s %12s\n", "allocator", "layout", "all-locked", "stream waits",
+           "segment waits", "waited ms", "longest us");
+    for (size_t i = 0; i < o->n_allocs; i++)
+        for (size_t l = 0; l < N_LAYOUTS; l++) {
+            const threads_profile_t *p = profile_slot(&ta[l], o->allocs[i].label);
+            if (!p || !p->have || p->ops <= 0)
+                continue;
+            double per = 1000.0 / p->ops, waited = 0, longest = 0;
+            for (int k = 0; k < BENCH_LOCK_CLASSES; k++) {
+                waited += p->d.wait_ns_total[k];
+                if (p->d.wait_ns_max[k] > longest) longest = p->d.wait_ns_max[k];
+            }
+            printf("  %-18s %-24s %10.3f %12.3f %12.3f %12.3f %12.1f\n", o->allocs[i].label, layouts[l].name,
+                   p->d.all_locked * per, p->d.contended[1] * per, p->d.contended[2] * per, waited / 1e6, longest / 1e3);
+            char name[64];
+            snprintf(name, sizeof name, "%s/%s", work, layouts[l].name);
+            bench_row_t *r = (bench_row_t *)results_find("threads", name, o->allocs[i].label);
+            if (r) {
+                results_extra(r, "all_locked_per_1000_ops", p->d.all_locked * per);
+                results_extra(r, "stream_lock_waits_per_1000_ops", p->d.contended[1] * per);
+                results_extra(r, "segment_lock_waits_per_1000_ops", p->d.contended[2] * per);
+                results_extra(r, "allocator_lock_waits_per_1000_ops", p->d.contended[0] * per);
+                results_extra(r, "lock_wait_ns_total", waited);
+                results_extra(r, "lock_wait_ns_max", longest);
+            }
+        }
+}
+
 /* The three layouts of every allocator are interleaved in each repetition,
  * so that the ratio to one thread compares neighbouring measurements. */
 static void measure_work(const mixed_seq_t *seqs, const char *work, const bench_opts_t *o)
 {
     size_t n = o->n_allocs * N_LAYOUTS;
-    threads_arg_t ta[N_LAYOUTS];
-    bench_alloc_t allocs[BENCH_MAX_ALLOCS * N_LAYOUTS];
+    static threads_arg_t ta[N_LAYOUTS];                /* static: the profiles are large */
+    static bench_alloc_t allocs[BENCH_MAX_ALLOCS * N_LAYOUTS];
     void *args[BENCH_MAX_ALLOCS * N_LAYOUTS];
     bench_figure_t figs[BENCH_MAX_ALLOCS * N_LAYOUTS], per_layout[BENCH_MAX_ALLOCS];
     bench_case_t c = {.scenario = "threads", .unit = "Mops/s", .higher_is_better = 1,
                       .run = run, .calib_iters = seqs ? 256 : 64, .max_iters = 4000000};
     for (size_t l = 0; l < N_LAYOUTS; l++)
         ta[l] = (threads_arg_t){.mixed = seqs != NULL, .n_threads = layouts[l].n,
-                                .shared_stream = layouts[l].shared, .seqs = seqs};
+                                .shared_stream = layouts[l].shared, .seqs = seqs};   /* no profiles yet */
     for (size_t i = 0; i < n; i++) {
         allocs[i] = o->allocs[i / N_LAYOUTS];
         args[i] = &ta[i % N_LAYOUTS];
@@ -200,6 +279,7 @@ static void measure_work(const mixed_seq_t *seqs, const char *work, const bench_
                    o);
     }
     ratio_table(work, o);
+    profile_table(work, o, ta);
 }
 
 void scen_threads(const bench_opts_t *o)
