@@ -154,6 +154,9 @@ def test_summary_snapshot_fragmentation_and_mem_get_info(sim):
     c_free(d, ptrs[1])
     text = cca.memory_summary(d)
     assert "cca memory summary, device %d" % d in text and "Allocated memory" in text
+    locks = [line for line in text.splitlines() if line.startswith(("| allocator ", "| streams ", "| segment list "))]
+    assert len(locks) == 3, "cca's own summary shows its locks (torch's memory_summary does not: test_torch_api)"
+    assert "all-locked path entered" in text
     segs = [s for s in cca.memory_snapshot() if s["device"] == d]
     assert len(segs) == 1 and segs[0]["total_size"] == 20 * MiB
     assert segs[0]["segment_type"] == "large"
