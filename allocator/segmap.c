@@ -3,7 +3,8 @@
  * owning stream without scanning. A radix tree over 2 MiB chunks (every
  * segment is at least 2 MiB, so a chunk meets at most two segments: one
  * covering its first byte, one starting inside it). Written only when a
- * segment is created or released (all locked), never per block; read
+ * segment is created or released (all locked, or by a growing stream
+ * holding its lock and the segment-list lock), never per block; read
  * without a lock. Nodes are never freed before the allocator, and segment
  * records are recycled rather than freed, so a reader that raced with a
  * release reads a stale but valid record and is corrected under the stream
@@ -37,7 +38,7 @@ void _cca_segmap_fini(cca_allocator_t *a)
     a->segmap = NULL;
 }
 
-/* The child at *slot, created if absent (all locked); NULL if host memory ran out. */
+/* The child at *slot, created if absent (a writer: see above); NULL if host memory ran out. */
 static void *segmap_child(cca_allocator_t *a, void *_Atomic *slot, size_t size)
 {
     void *c = atomic_load_explicit(slot, memory_order_relaxed);
@@ -61,7 +62,7 @@ static struct cca_segmap_leaf *segmap_leaf_of(cca_allocator_t *a, uint64_t c, bo
 }
 
 /* Makes room for a segment at [addr, addr + size) before it is created, so
- * that publishing it cannot fail (all locked): one walk per leaf. */
+ * that publishing it cannot fail (a writer): one walk per leaf. */
 bool _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size)
 {
     for (uint64_t c = addr >> CCA_SEGMAP_CHUNK_BITS, last = (addr + size - 1) >> CCA_SEGMAP_CHUNK_BITS; c <= last; c = (c | CCA_SEGMAP_LEAF_MASK) + 1)

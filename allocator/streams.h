@@ -53,8 +53,9 @@ static inline cca_block_t *_cca_ptrmap_take(cca_ptrmap_t *m, uintptr_t key)
 /* segmap.c: the allocator-wide address map (read without a lock). */
 bool           _cca_segmap_init(cca_allocator_t *a);
 void           _cca_segmap_fini(cca_allocator_t *a);
-bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size);   /* all locked */
-void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
+/* Writers: all locked, or a growing stream with the segment-list lock (a->seg_lock). */
+bool           _cca_segmap_reserve(cca_allocator_t *a, uintptr_t addr, size_t size);   /* a writer */
+void           _cca_segmap_insert(cca_allocator_t *a, cca_segment_t *seg);              /* a writer */
 void           _cca_segmap_remove(cca_allocator_t *a, cca_segment_t *seg);              /* all locked */
 void           _cca_segmap_set(cca_allocator_t *a, uintptr_t addr, size_t size, cca_segment_t *seg);   /* all locked, reserved; NULL: none */
 
