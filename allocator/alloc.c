@@ -2,7 +2,8 @@
  * caller's stream under that stream's lock alone, with no CUDA call (but
  * for querying that stream's events, when no other stream has any
  * pending), and frees and
- * records uses the same way; all else (a new stream or segment, a free
+ * records uses the same way; it also makes a new segment, with the
+ * segment-list lock (segment.c says when). All else (a new stream, a free
  * that records events, watches, a peak the other streams' locks could not
  * be had for, the OOM path, statistics) runs all locked. */
 #include <stdlib.h>
@@ -100,11 +101,37 @@ static inline void alloc_note_search(cca_allocator_t *a, int pool)
 }
 
 /* What the hot path's growth did before it sent the request all locked
- * (ctx.new_tried: the standard segment was refused, with status s). */
+ * (read only if `tried`): ctx.new_tried, the standard segment was refused
+ * with status s while num_device_free was `frees`; or `made`, the address
+ * of the segment it made (the counters then refused the take). */
 typedef struct alloc_grown {
+    bool tried;
     cca_oom_ctx_t ctx;
     cca_status_t s;
+    int64_t frees;
+    uintptr_t made;
 } alloc_grown_t;
+
+/* The segment the hot path made for this request, if it is still st's
+ * and whole and free: the ladder's block is its one block, which a fit
+ * rule (max_split_size) may refuse to find. NULL otherwise. */
+static cca_block_t *alloc_grown_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded,
+                                      const alloc_grown_t *grown)
+{
+    if (!grown->tried || !grown->made) return NULL;
+    cca_segment_t *seg = _cca_segmap_find(a, grown->made);
+    if (!seg || seg->addr != grown->made || seg->stream != st || seg->pool != pool || seg->expandable) return NULL;
+    cca_block_t *b = seg->first;
+    return b && b->state == CCA_BLOCK_FREE && !b->next && b->size >= rounded ? b : NULL;
+}
+
+/* The standard segment was refused just now, off the all-locked path, and
+ * nothing was given back to the device since: not asked for again. */
+static bool alloc_grown_refused(const cca_allocator_t *a, int pool, size_t rounded, const alloc_grown_t *grown)
+{
+    return grown->tried && grown->ctx.new_tried && grown->ctx.pool == pool && grown->ctx.rounded == rounded &&
+           grown->frees == a->stats.num_device_free;
+}
 
 static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
                                       cudaStream_t stream, cca_stream_t **served, bool tentative,
@@ -123,11 +150,12 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     int pool = rounded <= CCA_SMALL_SIZE ? CCA_POOL_SMALL : CCA_POOL_LARGE;
     alloc_note_search(a, pool);
     cca_block_t *b = _cca_block_find_free(a, st, pool, rounded);
+    if (!b) b = alloc_grown_block(a, st, pool, rounded, grown);
     if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
         ctx.pool = pool;
-        if (grown->ctx.new_tried && grown->ctx.pool == pool && grown->ctx.rounded == rounded) {   /* refused just now */
+        if (alloc_grown_refused(a, pool, rounded, grown)) {
             if (grown->ctx.host_failed) return alloc_fail_host(a, "cca_malloc", tentative);
             ctx.new_tried = true;
             ctx.device_refused = grown->ctx.device_refused;
@@ -158,8 +186,12 @@ static __attribute__((noinline)) cca_block_t *alloc_grow_unlocked(cca_allocator_
                                                                   size_t rounded, size_t size, alloc_grown_t *g)
 {
     g->ctx = (cca_oom_ctx_t){ .requested = size, .rounded = rounded, .pool = pool };
+    g->frees = a->stats.num_device_free;              /* changed all locked only: st held, none runs */
+    g->made = 0;
     cca_block_t *b = NULL;
-    if (!_cca_segment_grow_unlocked(a, st, pool, &g->ctx, &b, &g->s) || g->s != CCA_OK) return NULL;
+    g->tried = _cca_segment_grow_unlocked(a, st, pool, &g->ctx, &b, &g->s);
+    if (!g->tried || g->s != CCA_OK) return NULL;
+    g->made = b->addr;
     return b;
 }
 
@@ -235,7 +267,8 @@ static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t 
                                                                 uint64_t key, cudaStream_t stream, bool tentative,
                                                                 const alloc_grown_t *grown)
 {
-    if (grown->ctx.new_tried && grown->s != CCA_ERROR_OUT_OF_MEMORY) return grown->s;   /* a CUDA error ends the ladder */
+    if (grown->tried && grown->ctx.new_tried && grown->s != CCA_ERROR_OUT_OF_MEMORY)
+        return grown->s;                                                             /* a CUDA error ends the ladder */
     uint64_t ctx = 0;
     bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
     if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
@@ -263,7 +296,7 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
         return _cca_errors_fail(CCA_ERROR_CUDA, "cca_malloc: the runtime gave no id for cudaStreamPerThread");
     cca_stream_t *st = _cca_stream_cached(a, key);
     alloc_grown_t grown;
-    grown.ctx.new_tried = false;
+    grown.tried = false;
     if (st && size <= CCA_MAX_REQUEST && alloc_try_fast(a, st, key, ptr, size, &grown)) return CCA_OK;
     return alloc_malloc_slow(a, ptr, size, key, stream, tentative, &grown);
 }

@@ -29,7 +29,7 @@ void   _cca_alloc_lock_all(cca_allocator_t *a);
 void   _cca_alloc_unlock_all(cca_allocator_t *a, cca_stream_t *trigger);   /* trigger: stream served, or NULL */
 void   _cca_alloc_reap_pending(cca_allocator_t *a);   /* all locked: _cca_stream_reap_all if a stream is dying */
 
-/* segment.c: segments and the device (all locked). */
+/* segment.c: segments and the device (all locked; the first rung with the segment-list lock). */
 typedef struct dev_guard { int prev; bool switched; } dev_guard_t;
 cudaError_t  _cca_segment_device_enter(cca_allocator_t *a, dev_guard_t *g);   /* makes a's device current */
 void         _cca_segment_device_leave(dev_guard_t *g);                        /* restores the caller's */

@@ -4,16 +4,19 @@
  * bins, its segments' blocks, its live-address map, its figures and leases,
  * its parked blocks, its events) is guarded by the stream's lock; the hot
  * path takes only that one (and may try-lock the others, never waiting, to
- * move leases). Everything else - creating streams and segments, recording
- * events, the OOM path, statistics, walks - runs "all locked": the
- * allocator's lock, then every stream lock in list order.
+ * move leases), and, to make a new segment, the segment-list lock, which
+ * guards what segments share. Everything else - creating streams,
+ * recording events, the OOM path, statistics, walks - runs "all locked":
+ * the allocator's lock, then every stream lock in list order (which
+ * excludes every grower).
  *
  * Glossary
  *   pool          small (requests up to 1 MiB, 2 MiB segments) or large;
  *                 numbered as the public API numbers them (CCA_POOL_SMALL,
  *                 CCA_POOL_LARGE; CCA_POOL_ALL is their sum).
  *   segment       one cudaMalloc; split into blocks, never merged across.
- *   hot path      a malloc or free served under its stream's lock alone.
+ *   hot path      a malloc or free served under its stream's lock (and,
+ *                 making a segment, the segment-list lock).
  *   all locked    the allocator's lock and every stream's: the slow path,
  *                 statistics, walks (_cca_alloc_lock_all).
  *   delta         what a block transition (take, free, release, settle,
@@ -147,7 +150,7 @@ typedef struct cca_ptrmap {                           /* common/cca_u64map.h's: 
 } cca_ptrmap_t;
 
 /* The stats kept per stream; the others (segment, reserved_bytes, num_*)
- * change only all locked. */
+ * change all locked, or under the segment-list lock by a growing stream. */
 #define CCA_SHARD_STATS(X) X(allocation) X(active) X(inactive_split) X(allocated_bytes) \
     X(active_bytes) X(inactive_split_bytes) X(requested_bytes) X(oversize_allocations)
 enum {
@@ -229,7 +232,7 @@ typedef struct cca_oom_ctx {
     bool host_failed;                                 /* host memory for metadata ran out */
     bool captured;                                    /* the before-release figures are set */
     bool tentative;                                   /* cca_malloc_try: an out-of-memory is only returned */
-    bool new_tried;                                   /* the standard segment was asked for off the all-locked path */
+    bool new_tried;                                   /* the standard segment was refused off the all-locked path */
     size_t free_cached_before, largest_free_before;   /* as the request found the cache */
     size_t reserved_before, allocated_before;
 } cca_oom_ctx_t;
@@ -277,7 +280,7 @@ struct cca_allocator {
     cca_segment_t *segments;
     cca_segment_t *spare_segs;                        /* recycled segment records (via next) */
     void *_Atomic *segmap;                            /* address -> segment (segmap.c) */
-    int64_t host_bytes;                               /* host memory of all-locked structures */
+    int64_t host_bytes;                               /* host memory of shared structures (all locked, or seg_lock) */
     bool park_always;                                 /* tests: park every hot-path free it can (park.c) */
     bool refuse_admit;                                /* tests: the hot path never makes room past a lease */
     uint64_t lock_all_count;                          /* all-locked entries (num_all_locked; tests: what a call took) */

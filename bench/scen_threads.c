@@ -220,7 +220,7 @@ static void profile_table(const char *work, const bench_opts_t *o, threads_arg_t
         for (int i = 0; i < BENCH_MAX_ALLOCS; i++) any |= ta[l].prof[i].have;
     if (!any)
         return;
-    printf("\n  %s: locks, last repetition (per 1,000 operations; waits: acquisitions that waited)\n", work);
+    printf("\n  %s: locks, last repetition (per 1,000 operations; waits: acquisitions that waited; longest: since the allocator began)\n", work);
     printf("  %-18s %-24s %10s %12s %12s %12s %12s\n", "allocator", "layout", "all-locked", "stream waits",
            "segment waits", "waited ms", "longest us");
     for (size_t i = 0; i < o->n_allocs; i++)

@@ -279,3 +279,51 @@ Test(locks, threads_growing_their_own_streams_at_once_keep_every_figure, .timeou
     for (int i = 0; i < 3; i++) cudaStreamDestroy(g[i].s);
     finish(a);
 }
+
+Test(locks, a_segment_made_off_the_all_locked_path_serves_the_request_the_counters_sent_there)
+{
+    cca_allocator_t *a = make_alloc("max_split_size_mb:128");
+    free_ok(a, alloc_ok(a, 4 * KiB, NULL));           /* the stream exists */
+    a->refuse_admit = true;                           /* every passed lease goes all locked */
+    unsigned long mallocs = cca_sim_calls(CCA_SIM_MALLOC);
+    void *p = alloc_ok(a, 127 * MiB, NULL);           /* a 128 MiB segment: oversize, so best fit would not pick it */
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), mallocs + 1, "a second segment was made for the same request");
+    cca_stats_t s = stats_of(a);
+    ASSERT_STAT(s, reserved_bytes, CCA_POOL_LARGE, (int64_t)(128 * MiB));
+    ASSERT_STAT(s, allocated_bytes, CCA_POOL_LARGE, (int64_t)(128 * MiB));   /* a 1 MiB rest is not split off */
+    a->refuse_admit = false;
+    check_ok(a);
+    free_ok(a, p);
+    finish(a);
+}
+
+static void *cache_20_mib_and_exit(void *arg)
+{
+    cca_allocator_t *a = arg;
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 20 * MiB, cudaStreamPerThread), CCA_OK);
+    cr_assert_eq(cca_free(a, p), CCA_OK);             /* cached in this thread's stream, which dies with it */
+    return NULL;
+}
+
+Test(locks, a_refusal_is_not_trusted_once_memory_went_back_to_the_device)
+{
+    cca_sim_set_capacity(0, 64 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    void *p = alloc_ok(a, 30 * MiB, NULL);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, cache_20_mib_and_exit, a), 0);
+    pthread_join(t, NULL);                            /* its stream is dying: reaped on the next all-locked call */
+    unsigned long mallocs = cca_sim_calls(CCA_SIM_MALLOC);
+    /* refused on the hot path (14 MiB free); all locked, the dead stream's
+     * 20 MiB go back first, so the segment is asked for again, no retry */
+    void *q = alloc_ok(a, 30 * MiB, NULL);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC), mallocs + 2);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.num_device_free, 1, "the dead stream's segment");
+    cr_assert_eq(s.num_alloc_retries, 0, "the cache was emptied for a request the device could serve");
+    check_ok(a);
+    free_ok(a, p);
+    free_ok(a, q);
+    finish(a);
+}

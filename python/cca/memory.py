@@ -56,7 +56,7 @@ _KINDS = {}
 def _stats_kinds():
     """cca_stats_t's fields, each with its kind, from the library's list
     (cca_stats_fields): {name: "CCA_POOLED" | "CCA_STAT" | "CCA_COUNTER" |
-    "CCA_GAUGE" | "CCA_SETTING"}, in struct order."""
+    "CCA_GAUGE" | "CCA_SETTING" | "CCA_PROFILE"}, in struct order."""
     if not _KINDS:
         n = ctypes.c_size_t()
         ptr = _lib.lib().cca_stats_fields(ctypes.byref(n))
