@@ -133,6 +133,16 @@ static cca_status_t check_kinds(cca_allocator_t *a, bool acc)
     CCA_STATS_FIELDS(KIND_)
 #undef KIND_
     CHECK(v.max_split_size >= -1, "max_split_size is %lld", (long long)v.max_split_size);
+#define CHECK_LOCK_(cls)                                                                                           \
+    CHECK(v.lock_##cls##_contended <= v.lock_##cls##_acquisitions &&                                             \
+              v.lock_##cls##_wait_ns_max <= v.lock_##cls##_wait_ns_total,                                          \
+          "the " #cls " locks: %lld waits of %lld acquisitions, longest %lld ns of %lld",                         \
+          (long long)v.lock_##cls##_contended, (long long)v.lock_##cls##_acquisitions,                           \
+          (long long)v.lock_##cls##_wait_ns_max, (long long)v.lock_##cls##_wait_ns_total);
+    CHECK_LOCK_(allocator)
+    CHECK_LOCK_(streams)
+    CHECK_LOCK_(segments)
+#undef CHECK_LOCK_
     return CCA_OK;
 }
 

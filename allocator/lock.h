@@ -38,7 +38,7 @@ typedef struct cca_lock_figures {
 enum { CCA_LOCK_FREE, CCA_LOCK_HELD, CCA_LOCK_SLEEPERS };
 typedef struct cca_lock {
     _Atomic uint32_t state;                           /* CCA_LOCK_*: the futex word */
-    cca_lock_figures_t fig;                           /* written by the holder; acquisitions at a reset subtracted */
+    cca_lock_figures_t fig;                           /* written by the holder: acquisitions so far, waits since a reset */
     uint64_t base;                                    /* acquisitions at the last reset */
 } cca_lock_t;
 

@@ -327,3 +327,16 @@ Test(locks, a_refusal_is_not_trusted_once_memory_went_back_to_the_device)
     free_ok(a, q);
     finish(a);
 }
+
+Test(locks, cca_check_refuses_more_waits_than_acquisitions)
+{
+    cca_allocator_t *a = make_alloc("");
+    check_ok(a);
+    uint64_t saved = a->seg_lock.fig.contended;
+    a->seg_lock.fig.contended = 5;                    /* five waits, no acquisition */
+    cr_assert_eq(cca_check(a), CCA_ERROR_CORRUPTED);
+    cr_assert(strstr(cca_last_error_string(), "the segments locks: 5 waits of 0 acquisitions") != NULL, "%s",
+              cca_last_error_string());
+    a->seg_lock.fig.contended = saved;
+    finish(a);
+}
