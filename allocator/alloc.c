@@ -451,6 +451,7 @@ cca_status_t cca_free(cca_allocator_t *a, void *ptr)
                     _cca_block_free(a, b);
                 }
             }
+            if (done) _cca_counters_give_if_wanted(a, st);   /* another stream lacked room: the freed room to the headroom */
         }
         _cca_unlock(&st->lock);
         if (done) return CCA_OK;

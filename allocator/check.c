@@ -142,6 +142,7 @@ static cca_status_t check_kinds(cca_allocator_t *a, bool acc)
     CHECK_LOCK_(allocator)
     CHECK_LOCK_(streams)
     CHECK_LOCK_(segments)
+    CHECK_LOCK_(headroom)
 #undef CHECK_LOCK_
     return CCA_OK;
 }
@@ -182,7 +183,8 @@ static cca_status_t check_streams(cca_allocator_t *a, walk_t *w)
 }
 
 /* Each stream's address map and counter shards: every allocated block
- * mapped, nothing parked, no lease overdrawn, the pools adding up. */
+ * mapped, nothing parked, no lease overdrawn, the pools adding up, the
+ * leases and the shared headroom within each peak. */
 static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
 {
     size_t mapped = 0;
@@ -201,10 +203,12 @@ static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
         const cca_stat_t *f = _cca_counters_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {
-            int64_t leases = 0;
+            int64_t leases = a->spare[p][k];
+            CHECK(leases >= 0, "the shared headroom of figure %d (pool %d) is %lld", k, p, (long long)leases);
             for (cca_stream_t *s = a->streams; s; s = s->next)
                 leases += s->ctr.lease[p][k];
-            CHECK(leases <= f[p].peak, "the streams' leases of figure %d (pool %d) add up to %lld, above its peak %lld",
+            CHECK(leases <= f[p].peak,
+                  "the streams' leases and the headroom of figure %d (pool %d) add up to %lld, above its peak %lld",
                   k, p, (long long)leases, (long long)f[p].peak);
         }
     }

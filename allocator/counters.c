@@ -13,9 +13,14 @@
  * how far it may raise each figure alone (rebalance). A pool's leases add
  * up to at most its peak, so no sum can pass a peak without the all-locked
  * path seeing it: peaks stay exact with no shared write on the hot path. A
- * hot-path change that would pass a lease takes lease the other streams
- * have spare, or raises the peaks with every other stream held
- * (_cca_counters_admit_slow).
+ * hot-path change that would pass a lease takes what it lacks from the
+ * shared headroom (lease no stream holds), else lease the other streams
+ * have spare, else raises the peaks with every other stream held
+ * (_cca_counters_admit_slow). The headroom keeps that O(1) in the number
+ * of streams: once a stream found it short while another stream held room
+ * it did not use, frees give their stream's room back to it (and its
+ * parked blocks' deferred figures first), until a take finds it plentiful
+ * again or the leases are dealt anew.
  *
  * (Measured and dropped, in instructions per one-size pingpong pair / mixed
  * step: current per pool checked against the leases, as before this unit,
@@ -124,6 +129,7 @@ static void counters_reset_profile(cca_allocator_t *a)
     a->lock_all_base = a->lock_all_count;
     _cca_lock_figures_reset(&a->lock);
     _cca_lock_figures_reset(&a->seg_lock);
+    _cca_lock_figures_reset(&a->spare_lock);
     counters_stream_locks(a, NULL, true);
 }
 
@@ -163,9 +169,10 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
     for (const cca_stream_t *st = a->streams; st; st = st->next) host += _cca_stream_host_bytes(st);
     out->host_bytes = host;
     out->num_all_locked = (int64_t)(a->lock_all_count - a->lock_all_base);
-    cca_lock_figures_t al = { 0 }, sl = { 0 }, gl = { 0 };
+    cca_lock_figures_t al = { 0 }, sl = { 0 }, gl = { 0 }, hl = { 0 };
     _cca_lock_figures_add(&al, &a->lock);
     _cca_lock_figures_add(&gl, &a->seg_lock);           /* its holders hold a stream's lock: none now */
+    _cca_lock_figures_add(&hl, &a->spare_lock);         /* idem */
     counters_stream_locks(a, &sl, false);
 #define COUNTERS_LOCK_(cls, f) \
     out->lock_##cls##_acquisitions = (int64_t)(f).acquisitions, out->lock_##cls##_contended = (int64_t)(f).contended, \
@@ -173,6 +180,7 @@ void _cca_counters_view(cca_allocator_t *a, cca_stats_t *out)
     COUNTERS_LOCK_(allocator, al);
     COUNTERS_LOCK_(streams, sl);
     COUNTERS_LOCK_(segments, gl);
+    COUNTERS_LOCK_(headroom, hl);
 #undef COUNTERS_LOCK_
 }
 
@@ -202,6 +210,8 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
 {
     if (!a->counters_moved) return;        /* leases still add up to at most the peaks */
     a->counters_moved = false;
+    memset(a->spare, 0, sizeof a->spare);  /* all locked, no stream lock held: dealt below with the slack */
+    atomic_store_explicit(&a->spare_wanted, false, memory_order_relaxed);
     for (int k = 0; k < CCA_NSHARD; k++) {
         const cca_stat_t *f = _cca_counters_shard_stat(a, k);
         int64_t total[CCA_POOL_COUNT] = { 0 };
@@ -230,26 +240,30 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
     }
 }
 
-/* On the hot path, st (locked) passed a lease: take half of what the other
- * streams have spare, without waiting for their locks. Moving lease
- * between streams keeps their sum, so peaks stay exact. False if nothing
- * came. */
-static bool counters_steal(cca_allocator_t *a, cca_stream_t *st)
+/* On the hot path, st (locked) passed a lease the headroom could not
+ * cover: every other stream's room (their parked blocks' deferred figures
+ * first) into the headroom, without waiting for their locks. Moving lease
+ * keeps every sum, so peaks stay exact. If any room lay idle there, frees
+ * give theirs back from now on. */
+static void counters_sweep(cca_allocator_t *a, cca_stream_t *st)
 {
-    bool got = false;
     for (cca_stream_t *o = a->streams; o; o = o->next) {
         if (o == st || !_cca_trylock(&o->lock)) continue;
-        for (int p = 0; p < CCA_POOL_COUNT; p++)
-            for (int k = 0; k < CCA_NSHARD; k++) {
-                int64_t move = (o->ctr.room[p][k] + 1) / 2;
-                if (move <= 0) continue;
-                counters_set_lease(&o->ctr, p, k, o->ctr.lease[p][k] - move);
-                counters_set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + move);
-                got = true;
-            }
+        _cca_park_vacate(a, o, CCA_POOL_SMALL);
+        _cca_park_vacate(a, o, CCA_POOL_LARGE);
+        int64_t *restrict r = &o->ctr.room[0][0], *restrict l = &o->ctr.lease[0][0], *restrict sp = &a->spare[0][0];
+        int64_t any = 0;
+        _cca_lock(&a->spare_lock);
+        for (int i = 0; i < CCA_POOL_COUNT * CCA_NSHARD; i++) {
+            any |= r[i];
+            sp[i] += r[i];
+            l[i] -= r[i];
+            r[i] = 0;
+        }
+        _cca_unlock(&a->spare_lock);
         _cca_unlock(&o->lock);
+        if (any) atomic_store_explicit(&a->spare_wanted, true, memory_order_relaxed);
     }
-    return got;
 }
 
 /* With every other stream's lock taken (never waiting): false if one was busy. */
@@ -284,8 +298,13 @@ static void counters_raise_peaks(cca_allocator_t *a, cca_stream_t *st, int pool,
             int64_t sum = 0;
             for (cca_stream_t *o = a->streams; o; o = o->next) sum += _cca_counters_cur(&o->ctr, p, k);
             if (sum + d->v[k] > f[p].peak) f[p].peak = sum + d->v[k];
-            for (cca_stream_t *o = a->streams; o; o = o->next)
-                if (o != st) counters_set_lease(&o->ctr, p, k, _cca_counters_cur(&o->ctr, p, k));
+            for (cca_stream_t *o = a->streams; o; o = o->next) {
+                if (o == st) continue;
+                if (o->ctr.room[p][k] > 0)            /* room lay idle there: frees give theirs back */
+                    atomic_store_explicit(&a->spare_wanted, true, memory_order_relaxed);
+                counters_set_lease(&o->ctr, p, k, _cca_counters_cur(&o->ctr, p, k));
+            }
+            a->spare[p][k] = 0;                       /* every stream held: no one is in the headroom */
             counters_set_lease(&st->ctr, p, k, _cca_counters_cur(&st->ctr, p, k) + f[p].peak - sum);
         }
     }
@@ -300,28 +319,73 @@ static void counters_vacate_parked_all(cca_allocator_t *a)
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_park_vacate(a, o, p);
 }
 
-static inline bool counters_ctr_fits(const cca_ctrs_t *c, int pool, const cca_delta_t *d)
+/* The shared headroom (st locked, d applied, a room below zero): exactly
+ * what st lacks in every room, or nothing if the headroom is short of any
+ * (exactly: with peaks as tight as one block's, what is left may be all
+ * another stream needs). A take that leaves the headroom as many bytes
+ * again as it took ends the giving back: the frees' room is not needed
+ * there. (Bytes alone, as a proxy: this runs on every operation while
+ * streams pass room around.) */
+static inline int64_t counters_lack(int64_t room) { return room < 0 ? -room : 0; }
+
+static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    for (int k = 0; k < CCA_NSHARD; k++)
-        if (d->v[k] > 0 && (c->room[CCA_POOL_ALL][k] < d->v[k] || c->room[pool][k] < d->v[k])) return false;
+    int64_t *ra = st->ctr.room[CCA_POOL_ALL], *rp = st->ctr.room[pool];
+    int64_t *la = st->ctr.lease[CCA_POOL_ALL], *lp = st->ctr.lease[pool];
+    int64_t *sa = a->spare[CCA_POOL_ALL], *sp = a->spare[pool];
+    int64_t shortf = 0;
+    _cca_lock(&a->spare_lock);
+    for (int k = 0; k < CCA_NSHARD; k++) shortf |= (sa[k] - counters_lack(ra[k])) | (sp[k] - counters_lack(rp[k]));
+    if (shortf < 0) {
+        _cca_unlock(&a->spare_lock);
+        return false;
+    }
+    const int B = CCA_K_allocated_bytes;              /* plentiful: as many bytes again left */
+    bool plenty = sa[B] >= 2 * counters_lack(ra[B]) && sp[B] >= 2 * counters_lack(rp[B]);
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        int64_t n = counters_lack(ra[k]);
+        sa[k] -= n, la[k] += n, ra[k] += n;
+        n = counters_lack(rp[k]);
+        sp[k] -= n, lp[k] += n, rp[k] += n;
+    }
+    _cca_unlock(&a->spare_lock);
+    if (plenty && atomic_load_explicit(&a->spare_wanted, memory_order_relaxed))
+        atomic_store_explicit(&a->spare_wanted, false, memory_order_relaxed);
     return true;
 }
 
-/* _cca_counters_apply found a room below zero (d is applied): undo it, make room
- * and apply it again, or return false with d undone (a `fall` stays
+void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st)
+{
+    _cca_park_vacate(a, st, CCA_POOL_SMALL);          /* their deferred figures are room too */
+    _cca_park_vacate(a, st, CCA_POOL_LARGE);
+    int64_t *restrict r = &st->ctr.room[0][0], *restrict l = &st->ctr.lease[0][0], *restrict sp = &a->spare[0][0];
+    _cca_lock(&a->spare_lock);
+    for (int i = 0; i < CCA_POOL_COUNT * CCA_NSHARD; i++) {   /* rooms are never below zero here */
+        sp[i] += r[i];
+        l[i] -= r[i];
+        r[i] = 0;
+    }
+    _cca_unlock(&a->spare_lock);
+}
+
+/* _cca_counters_apply found a room below zero (d is applied): the shared
+ * headroom covers it, d staying applied; else undo it, make room and apply
+ * it again, or return false with d undone (a `fall` stays
  * applied: it needs no room; lease taken from other streams stays moved,
  * which keeps every sum). With the others held, the change is applied
  * before they are let go, so the new peaks are sums that really happen. */
 bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                          const cca_delta_t *d)
 {
+    if (a->refuse_admit) {                            /* tests: every passed lease goes all locked */
+        counters_ctr_add(&st->ctr, pool, d, -1);
+        return false;
+    }
+    if (counters_take_spare(a, st, pool)) return true;   /* d stays applied */
+    counters_sweep(a, st);
+    if (counters_take_spare(a, st, pool)) return true;
     counters_ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
     (void)fall;
-    if (a->refuse_admit) return false;                /* tests: every passed lease goes all locked */
-    if (counters_steal(a, st) && counters_ctr_fits(&st->ctr, pool, d)) {
-        counters_ctr_add(&st->ctr, pool, d, 1);
-        return true;
-    }
     for (int tries = 0; tries < 4; tries++) {
         if (!counters_take_all_others(a, st)) {
             _cca_cpu_relax();
@@ -329,6 +393,7 @@ bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, co
         }
         counters_vacate_parked_all(a);
         counters_raise_peaks(a, st, pool, d);
+        a->lease_takeovers++;
         counters_ctr_add(&st->ctr, pool, d, 1);
         counters_release_others(a, st);
         return true;

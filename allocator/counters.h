@@ -11,6 +11,12 @@
 void         _cca_counters_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
 bool         _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                                  const cca_delta_t *d);
+/* Off the all-locked path, st locked: all its room to the shared headroom. */
+__attribute__((cold, noinline)) void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st);
+static inline void _cca_counters_give_if_wanted(cca_allocator_t *a, cca_stream_t *st)
+{
+    if (__builtin_expect(atomic_load_explicit(&a->spare_wanted, memory_order_relaxed), 0)) _cca_counters_give(a, st);
+}
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);

@@ -63,6 +63,7 @@ cca_status_t cca_create_sized(const cca_config_t *cfg, size_t cfg_size, cca_allo
     if (!a) return _cca_errors_fail(CCA_ERROR_OUT_OF_MEMORY, "cca_create: out of host memory");
     _cca_lock_init(&a->lock);
     _cca_lock_init(&a->seg_lock);
+    _cca_lock_init(&a->spare_lock);
     a->id = atomic_fetch_add(&next_allocator_id, 1);
     a->acct.ops = &_cca_stats_ops;
     a->cfg = c;

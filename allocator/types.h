@@ -27,6 +27,9 @@
  *                 which keeps peaks exact with no shared write.
  *   room          lease - current: what the hot path actually keeps and
  *                 checks (a sign test).
+ *   headroom      lease no stream holds (a->spare): a stream that passed
+ *                 its lease takes what it lacks from it; while one found
+ *                 it short (a->spare_wanted), frees give theirs back.
  *   trigger       the stream just served, which gets the rounding rest
  *                 when leases are dealt anew (rebalance).
  *   park          a hot-path free that defers its merge and falling
@@ -272,6 +275,14 @@ struct cca_allocator {
     _Atomic bool dead_pending;                        /* a stream is dying: retire it on the next all-locked call */
     _Atomic size_t pending_events;                    /* events pending in all streams (their n_pending summed) */
     int64_t retired_inc[CCA_POOL_COUNT][CCA_NSHARD];  /* increases counted by streams since retired */
+    /* The shared headroom (counters.c): lease held by no stream, so that a
+     * stream passing its lease finds room in O(1). The streams' leases and
+     * it add up to at most each peak. Guarded by spare_lock, which only a
+     * stream lock's holder takes (so all locked, it is free to touch). */
+    cca_lock_t spare_lock;
+    _Atomic bool spare_wanted;                        /* a stream found it short: frees give their room back */
+    int64_t spare[CCA_POOL_COUNT][CCA_NSHARD];
+    uint64_t lease_takeovers;                         /* passes served by holding every other stream (tests) */
     /* The segment-list lock: a hot path growing its stream holds it with
      * its stream's lock, for the list, the records, the address map's
      * writes, host_bytes and the segment figures (the all-locked path,

@@ -13,9 +13,9 @@ extern "C" {
 enum { BENCH_OK = 0, BENCH_OOM = 1, BENCH_ERR = -1 };
 
 /* How an allocator ran (cca: its CCA_PROFILE figures): all-locked entries
- * and, per lock class (allocator, streams, segment list), acquisitions,
- * those that waited and their waits. */
-enum { BENCH_LOCK_CLASSES = 3 };
+ * and, per lock class (allocator, streams, segment list, shared
+ * headroom), acquisitions, those that waited and their waits. */
+enum { BENCH_LOCK_CLASSES = 4 };
 typedef struct bench_profile {
     double all_locked;
     double acquisitions[BENCH_LOCK_CLASSES], contended[BENCH_LOCK_CLASSES];

@@ -83,6 +83,7 @@ static int cca_op_profile(void *ctx, bench_profile_t *out)
     PROFILE_LOCK_(0, allocator);
     PROFILE_LOCK_(1, streams);
     PROFILE_LOCK_(2, segments);
+    PROFILE_LOCK_(3, headroom);
 #undef PROFILE_LOCK_
     return BENCH_OK;
 }

@@ -221,8 +221,8 @@ static void profile_table(const char *work, const bench_opts_t *o, threads_arg_t
     if (!any)
         return;
     printf("\n  %s: locks, last repetition (per 1,000 operations; waits: acquisitions that waited; longest: since the allocator began)\n", work);
-    printf("  %-18s %-24s %10s %12s %12s %12s %12s\n", "allocator", "layout", "all-locked", "stream waits",
-           "segment waits", "waited ms", "longest us");
+    printf("  %-18s %-24s %10s %12s %12s %13s %12s %12s\n", "allocator", "layout", "all-locked", "stream waits",
+           "segment waits", "headroom waits", "waited ms", "longest us");
     for (size_t i = 0; i < o->n_allocs; i++)
         for (size_t l = 0; l < N_LAYOUTS; l++) {
             const threads_profile_t *p = profile_slot(&ta[l], o->allocs[i].label);
@@ -233,8 +233,9 @@ static void profile_table(const char *work, const bench_opts_t *o, threads_arg_t
                 waited += p->d.wait_ns_total[k];
                 if (p->d.wait_ns_max[k] > longest) longest = p->d.wait_ns_max[k];
             }
-            printf("  %-18s %-24s %10.3f %12.3f %12.3f %12.3f %12.1f\n", o->allocs[i].label, layouts[l].name,
-                   p->d.all_locked * per, p->d.contended[1] * per, p->d.contended[2] * per, waited / 1e6, longest / 1e3);
+            printf("  %-18s %-24s %10.3f %12.3f %12.3f %13.3f %12.3f %12.1f\n", o->allocs[i].label, layouts[l].name,
+                   p->d.all_locked * per, p->d.contended[1] * per, p->d.contended[2] * per, p->d.contended[3] * per,
+                   waited / 1e6, longest / 1e3);
             char name[64];
             snprintf(name, sizeof name, "%s/%s", work, layouts[l].name);
             bench_row_t *r = (bench_row_t *)results_find("threads", name, o->allocs[i].label);
@@ -242,6 +243,7 @@ static void profile_table(const char *work, const bench_opts_t *o, threads_arg_t
                 results_extra(r, "all_locked_per_1000_ops", p->d.all_locked * per);
                 results_extra(r, "stream_lock_waits_per_1000_ops", p->d.contended[1] * per);
                 results_extra(r, "segment_lock_waits_per_1000_ops", p->d.contended[2] * per);
+                results_extra(r, "headroom_lock_waits_per_1000_ops", p->d.contended[3] * per);
                 results_extra(r, "allocator_lock_waits_per_1000_ops", p->d.contended[0] * per);
                 results_extra(r, "lock_wait_ns_total", waited);
                 results_extra(r, "lock_wait_ns_max", longest);

@@ -129,7 +129,8 @@ enum { CCA_POOL_ALL, CCA_POOL_SMALL, CCA_POOL_LARGE, CCA_POOL_COUNT };
     F(X, CCA_PROFILE, num_all_locked,       "entries into the all-locked path (every call's, a reader's included)") \
     CCA_STATS_LOCK_(F, X, allocator, "the allocator lock") \
     CCA_STATS_LOCK_(F, X, streams,   "the stream locks together") \
-    CCA_STATS_LOCK_(F, X, segments,  "the segment-list lock (a stream growing off the all-locked path)")
+    CCA_STATS_LOCK_(F, X, segments,  "the segment-list lock (a stream growing off the all-locked path)") \
+    CCA_STATS_LOCK_(F, X, headroom,  "the shared-headroom lock (a stream passing its lease, or giving room back)")
 
 /* A lock class's figures (jemalloc's mutex profiling): every acquisition
  * counted, and only those that waited timed. */

@@ -190,6 +190,7 @@ static void summary_lock_table(cca_emit_t *e, const cca_stats_t *s)
     SUMMARY_LOCK_("allocator", allocator);
     SUMMARY_LOCK_("streams", streams);
     SUMMARY_LOCK_("segment list", segments);
+    SUMMARY_LOCK_("headroom", headroom);
 #undef SUMMARY_LOCK_
     char t[80];
     snprintf(t, sizeof t, "all-locked path entered %lld times", (long long)s->num_all_locked);

@@ -305,4 +305,67 @@ static int run_accounting_churn(int threads, int iters)
     return failures;
 }
 
+/* Threads each going round a common set of streams (few live blocks, no
+ * calls that go all locked until the end): room passes between streams
+ * through the shared headroom while other threads give theirs back and
+ * sweep (counters.c). The figures must add up at the end, every lease and
+ * the headroom within each peak (cca_check). */
+typedef struct rr_arg {
+    cca_allocator_t *a;
+    cudaStream_t *streams;
+    int n_streams, id, iters, failures;
+    uint64_t seed;
+} rr_arg_t;
+
+static void *rr_thread(void *p)
+{
+    rr_arg_t *t = p;
+    void *live[4] = { 0 };
+    static const size_t sizes[] = { 4096, 512, 65536, 4096, 3 << 20, 1000 };
+    for (int i = 0; i < t->iters; i++) {
+        int slot = (int)(stress_rand(&t->seed) % 4);
+        if (live[slot]) {
+            t->failures += cca_free(t->a, live[slot]) != CCA_OK;
+            live[slot] = NULL;
+        } else {
+            cudaStream_t s = t->streams[(i + 3 * t->id) % t->n_streams];
+            t->failures += cca_malloc(t->a, &live[slot], sizes[stress_rand(&t->seed) % 6], s) != CCA_OK;
+        }
+    }
+    for (int i = 0; i < 4; i++) t->failures += cca_free(t->a, live[i]) != CCA_OK;
+    return NULL;
+}
+
+static int run_round_robin(int threads, int n_streams, int iters)
+{
+    cca_allocator_t *a = NULL;
+    if (cca_create(NULL, &a) != CCA_OK) return 1;
+    cudaStream_t streams[32];
+    rr_arg_t args[16];
+    pthread_t tid[16];
+    int failures = 0;
+    for (int i = 0; i < n_streams; i++) cudaStreamCreate(&streams[i]);
+    for (int i = 0; i < threads; i++) {
+        args[i] = (rr_arg_t){ a, streams, n_streams, i, iters, 0, 0x2545F4914F6CDD1Dull * (uint64_t)(i + 1) };
+        pthread_create(&tid[i], NULL, rr_thread, &args[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        failures += args[i].failures;
+    }
+    if (cca_check(a) != CCA_OK) {
+        fprintf(stderr, "round robin: %s\n", cca_last_error_string());
+        failures++;
+    }
+    cca_stats_t s;
+    cca_get_stats(a, &s);
+    failures += s.allocation[CCA_POOL_ALL].current != 0;
+    failures += s.allocation[CCA_POOL_ALL].allocated != s.allocation[CCA_POOL_ALL].freed;
+    failures += s.allocation[CCA_POOL_ALL].peak < 1 || s.allocation[CCA_POOL_ALL].peak > 4 * threads;
+    failures += s.lock_headroom_acquisitions == 0;   /* the headroom was used */
+    cca_destroy(a);
+    for (int i = 0; i < n_streams; i++) cudaStreamDestroy(streams[i]);
+    return failures;
+}
+
 #endif

@@ -667,8 +667,8 @@ Test(contracts, struct_layouts_describe_every_public_struct)
     cr_assert_str_eq(s->fields[0].name, "allocation");
     cr_assert_str_eq(s->fields[0].type, "cca_stat_t");
     cr_assert_eq(s->fields[0].count, 3);
-    cr_assert_str_eq(s->fields[s->n_fields - 1].name, "lock_segments_wait_ns_max");
-    cr_assert_eq(s->fields[s->n_fields - 1].offset, offsetof(cca_stats_t, lock_segments_wait_ns_max));
+    cr_assert_str_eq(s->fields[s->n_fields - 1].name, "lock_headroom_wait_ns_max");
+    cr_assert_eq(s->fields[s->n_fields - 1].offset, offsetof(cca_stats_t, lock_headroom_wait_ns_max));
     const cca_struct_layout_t *o = cca_struct_layout("cca_oom_report_t");
     const cca_field_layout_t *adv = NULL;
     for (size_t f = 0; f < o->n_fields; f++)
@@ -794,7 +794,7 @@ Test(contracts, stats_list_gives_every_field_a_kind)
     const cca_stats_field_t *k = cca_stats_fields(&n);
     const cca_struct_layout_t *s = cca_struct_layout("cca_stats_t");
     cr_assert_eq(n, s->n_fields);
-    cr_assert_eq(n, 34);
+    cr_assert_eq(n, 38);
     size_t pooled = 0;
     for (size_t i = 0; i < n; i++) {
         const cca_field_layout_t *f = &s->fields[i];
@@ -826,6 +826,7 @@ Test(contracts, stats_list_gives_every_field_a_kind)
     cr_assert_str_eq(k[29].name, "lock_streams_wait_ns_max");
     cr_assert_str_eq(k[33].name, "lock_segments_wait_ns_max");
     cr_assert_str_eq(k[33].kind, "CCA_PROFILE");
+    cr_assert_str_eq(k[37].name, "lock_headroom_wait_ns_max");
     size_t views = 0;
 #define COUNT_(name, doc) views++;
     CCA_STAT_FIELDS(COUNT_) CCA_COUNTER_FIELDS(COUNT_)

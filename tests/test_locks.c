@@ -1,7 +1,8 @@
 /* test_locks.c - the lock (allocator/lock.h): sleepers woken, every
  * waiter served, trylock refused while it is held; the figures it gives in
  * cca_stats_t (acquisitions exact, waits counted only when a thread
- * waited, num_all_locked, resets); and growth off the all-locked path. */
+ * waited, num_all_locked, resets); growth off the all-locked path; and
+ * room passed between streams through the shared headroom. */
 #include <pthread.h>
 #include <time.h>
 #include "common.h"
@@ -338,5 +339,60 @@ Test(locks, cca_check_refuses_more_waits_than_acquisitions)
     cr_assert(strstr(cca_last_error_string(), "the segments locks: 5 waits of 0 acquisitions") != NULL, "%s",
               cca_last_error_string());
     a->seg_lock.fig.contended = saved;
+    finish(a);
+}
+
+/* ---- the shared headroom ------------------------------------------------ */
+
+/* One thread, 4 KiB pairs on 16 streams in turn: the allocation peak is one
+ * block, so the lease of it must pass to the next stream every pair. Through
+ * the headroom that takes no other stream's lock: each pair takes its own
+ * stream's lock twice and nothing else (without frees giving their room
+ * back, every pair swept the other 15 streams: 27,216 acquisitions), no
+ * pass holds every stream, and the peaks are one block's. */
+Test(locks, room_passes_between_streams_through_the_headroom)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t st[16];
+    for (int i = 0; i < 16; i++) cr_assert_eq(cudaStreamCreate(&st[i]), cudaSuccess);
+    for (int i = 0; i < 32; i++) free_ok(a, alloc_ok(a, 4 * KiB, st[i % 16]));   /* every stream has its segment */
+    cca_stats_t s0 = stats_of(a);
+    uint64_t takeovers = a->lease_takeovers;
+    for (int i = 0; i < 1600; i++) free_ok(a, alloc_ok(a, 4 * KiB, st[i % 16]));
+    uint64_t passes = a->lease_takeovers - takeovers;
+    cca_stats_t s = stats_of(a);
+    cr_assert_leq(passes, 2, "%llu of 1,600 pairs took every stream's lock", (unsigned long long)passes);
+    cr_assert_eq(s.lock_streams_acquisitions - s0.lock_streams_acquisitions, 2 * 1600 + 16,
+                 "each pair its own stream's lock (the stats call: all 16), no other stream's");
+    cr_assert_eq(s.num_all_locked - s0.num_all_locked, 1, "only the stats call itself");
+    cr_assert_geq(s.lock_headroom_acquisitions - s0.lock_headroom_acquisitions, 2 * 1600 - 32,
+                  "a take and a give per pair");
+    ASSERT_STAT(s, allocation, CCA_POOL_ALL, 0);
+    cr_assert_eq(s.allocation[CCA_POOL_ALL].peak, 1);
+    cr_assert_eq(s.allocated_bytes[CCA_POOL_ALL].peak, (int64_t)(4 * KiB));
+    cr_assert_eq(s.requested_bytes[CCA_POOL_SMALL].peak, (int64_t)(4 * KiB));
+    check_ok(a);
+    for (int i = 0; i < 16; i++) cudaStreamDestroy(st[i]);
+    finish(a);
+}
+
+/* Room that lies idle in another stream is not pulled into the headroom for
+ * a stream that keeps to itself: a side stream used once, then one stream
+ * raising its figures, never starts the giving back (each pass would cost
+ * the busy stream a lock). */
+Test(locks, a_stream_alone_at_its_peak_does_not_start_the_giving_back)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t side;
+    cr_assert_eq(cudaStreamCreate(&side), cudaSuccess);
+    free_ok(a, alloc_ok(a, 4 * KiB, side));
+    void *p[64];
+    for (int i = 0; i < 64; i++) p[i] = alloc_ok(a, 4 * KiB, NULL);   /* a new peak at every call */
+    cr_assert(!atomic_load(&a->spare_wanted), "frees give their room back");
+    for (int i = 0; i < 64; i++) free_ok(a, p[i]);
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.allocation[CCA_POOL_ALL].peak, 64);
+    check_ok(a);
+    cudaStreamDestroy(side);
     finish(a);
 }

@@ -88,3 +88,11 @@ Test(stress, accounting_churn_under_allocating_threads)
     cr_assert_eq(cca_sim_live_allocations(0), 0);
 }
 
+
+/* Threads going round a common set of streams: room passing through the
+ * shared headroom while others give theirs back and sweep. */
+Test(stress, threads_round_a_common_set_of_streams, .timeout = 120)
+{
+    cr_assert_eq(run_round_robin(3, 8, 40000), 0);
+    cr_assert_eq(cca_sim_live_allocations(0), 0);
+}

@@ -13,6 +13,8 @@ int main(void)
     failures += cca_sim_live_allocations(0) != 0;
     failures += run_accounting_churn(3, 4000);
     failures += cca_sim_live_allocations(0) != 0;
+    failures += run_round_robin(3, 8, 20000);
+    failures += cca_sim_live_allocations(0) != 0;
     printf("%d passed, %d failed\n", failures == 0, failures != 0);
     return failures != 0;
 }
