@@ -240,6 +240,25 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
     }
 }
 
+/* Whether to wait for busy stream o's holder (st held): not for an
+ * all-locked caller (it waits for st's lock), nor for a stream wanting
+ * st's lock in turn, of the two the later in memory giving way (it
+ * returns to the all-locked path, letting st's lock go). Waits at most
+ * CCA_ADMIT_SPINS pauses in all: a holder on the hot path lets go in well
+ * under a microsecond. */
+#define CCA_ADMIT_SPINS 1024
+static bool counters_wait_for(cca_allocator_t *a, cca_stream_t *st, cca_stream_t *o, unsigned *spins)
+{
+    while (*spins < CCA_ADMIT_SPINS) {
+        if (atomic_load_explicit(&a->lock.state, memory_order_relaxed) != CCA_LOCK_FREE) return false;
+        if (atomic_load_explicit(&o->admitting, memory_order_relaxed) && o < st) return false;
+        if (atomic_load_explicit(&o->lock.state, memory_order_relaxed) == CCA_LOCK_FREE) return true;
+        _cca_cpu_relax();
+        ++*spins;
+    }
+    return false;
+}
+
 /* On the hot path, st (locked) passed a lease the headroom could not
  * cover: every other stream's room (their parked blocks' deferred figures
  * first) into the headroom, without waiting for their locks. Moving lease
@@ -247,8 +266,12 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
  * give theirs back from now on. */
 static void counters_sweep(cca_allocator_t *a, cca_stream_t *st)
 {
+    unsigned spins = 0;
     for (cca_stream_t *o = a->streams; o; o = o->next) {
-        if (o == st || !_cca_trylock(&o->lock)) continue;
+        if (o == st) continue;
+        bool got = _cca_trylock(&o->lock);
+        while (!got && counters_wait_for(a, st, o, &spins)) got = _cca_trylock(&o->lock);
+        if (!got) continue;
         _cca_park_vacate(a, o, CCA_POOL_SMALL);
         _cca_park_vacate(a, o, CCA_POOL_LARGE);
         int64_t *restrict r = &o->ctr.room[0][0], *restrict l = &o->ctr.lease[0][0], *restrict sp = &a->spare[0][0];
@@ -266,16 +289,17 @@ static void counters_sweep(cca_allocator_t *a, cca_stream_t *st)
     }
 }
 
-/* With every other stream's lock taken (never waiting): false if one was busy. */
-static bool counters_take_all_others(cca_allocator_t *a, cca_stream_t *st)
+/* Every other stream's lock taken without waiting: NULL, or the one that
+ * was busy (none is then held). */
+static cca_stream_t *counters_take_all_others(cca_allocator_t *a, cca_stream_t *st)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next) {
         if (o == st || _cca_trylock(&o->lock)) continue;
         for (cca_stream_t *u = a->streams; u != o; u = u->next)
             if (u != st) _cca_unlock(&u->lock);
-        return false;
+        return o;
     }
-    return true;
+    return NULL;
 }
 
 static void counters_release_others(cca_allocator_t *a, cca_stream_t *st)
@@ -368,6 +392,26 @@ void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st)
     _cca_unlock(&a->spare_lock);
 }
 
+/* The headroom was short (d applied): the other streams' room swept into
+ * it, else every other stream held to raise the peaks; false, d undone,
+ * if a stream stayed busy. */
+static bool counters_admit_others(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
+{
+    counters_sweep(a, st);
+    if (counters_take_spare(a, st, pool)) return true;
+    counters_ctr_add(&st->ctr, pool, d, -1);          /* a fall (which needs no room) stays applied */
+    unsigned spins = 0;
+    cca_stream_t *busy;
+    while ((busy = counters_take_all_others(a, st)) && counters_wait_for(a, st, busy, &spins)) {}
+    if (busy) return false;
+    counters_vacate_parked_all(a);
+    counters_raise_peaks(a, st, pool, d);
+    a->lease_takeovers++;
+    counters_ctr_add(&st->ctr, pool, d, 1);
+    counters_release_others(a, st);
+    return true;
+}
+
 /* _cca_counters_apply found a room below zero (d is applied): the shared
  * headroom covers it, d staying applied; else undo it, make room and apply
  * it again, or return false with d undone (a `fall` stays
@@ -377,26 +421,14 @@ void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st)
 bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                          const cca_delta_t *d)
 {
+    (void)fall;
     if (a->refuse_admit) {                            /* tests: every passed lease goes all locked */
         counters_ctr_add(&st->ctr, pool, d, -1);
         return false;
     }
     if (counters_take_spare(a, st, pool)) return true;   /* d stays applied */
-    counters_sweep(a, st);
-    if (counters_take_spare(a, st, pool)) return true;
-    counters_ctr_add(&st->ctr, pool, d, -1);                   /* a fall (which needs no room) stays applied */
-    (void)fall;
-    for (int tries = 0; tries < 4; tries++) {
-        if (!counters_take_all_others(a, st)) {
-            _cca_cpu_relax();
-            continue;
-        }
-        counters_vacate_parked_all(a);
-        counters_raise_peaks(a, st, pool, d);
-        a->lease_takeovers++;
-        counters_ctr_add(&st->ctr, pool, d, 1);
-        counters_release_others(a, st);
-        return true;
-    }
-    return false;
+    atomic_store_explicit(&st->admitting, true, memory_order_relaxed);   /* st wants others' locks (counters_wait_for) */
+    bool done = counters_admit_others(a, st, pool, d);
+    atomic_store_explicit(&st->admitting, false, memory_order_relaxed);
+    return done;
 }

@@ -220,6 +220,7 @@ struct cca_stream {
     int64_t host_bytes;                               /* host memory its hot path allocated (block structs, map) */
     uint64_t lookups;                                 /* frees and record_streams that found their block here */
     _Atomic bool dying;                               /* its thread exited: retire on the next all-locked call */
+    _Atomic bool admitting;                           /* its holder wants every other stream's lock (counters.c) */
     bool dead;                                        /* retired: no new blocks; freed once it holds no segment */
     cca_stream_t *_Atomic next;                       /* allocator's stream list (changed all locked) */
 };
