@@ -17,6 +17,7 @@ void _cca_alloc_lock_all(cca_allocator_t *a)
     a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
+        if (st->parked[CCA_POOL_SMALL] || st->parked[CCA_POOL_LARGE]) st->fold_dirty = true;   /* summed again */
         _cca_park_flush(a, st, CCA_POOL_SMALL);       /* every walk and figure sees them freed */
         _cca_park_flush(a, st, CCA_POOL_LARGE);
     }

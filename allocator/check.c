@@ -200,6 +200,22 @@ static cca_status_t check_stream_counters(cca_allocator_t *a, const walk_t *w)
         }
     }
     CHECK(w->live_blocks == mapped, "%zu allocated blocks, %zu in the address maps", w->live_blocks, mapped);
+    int64_t sum_cur[CCA_POOL_COUNT][CCA_NSHARD] = { { 0 } }, sum_inc[CCA_POOL_COUNT][CCA_NSHARD] = { { 0 } };
+    for (cca_stream_t *s = a->streams; s; s = s->next)   /* the sums the public view comes from */
+        for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+            for (int k = 0; k < CCA_NSHARD; k++) {
+                CHECK(s->fold_dirty || (s->fold_cur[q][k] == _cca_counters_cur(&s->ctr, q, k) &&
+                                        s->fold_inc[q][k] == s->ctr.inc[q][k]),
+                      "a stream's figure %d (pool %d) changed since it was summed, unmarked", k, q);
+                sum_cur[q][k] += s->fold_cur[q][k];
+                sum_inc[q][k] += s->fold_inc[q][k];
+            }
+    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+        for (int k = 0; k < CCA_NSHARD; k++)
+            CHECK(sum_cur[q][k] == a->sum_cur[q][k] && sum_inc[q][k] == a->sum_inc[q][k],
+                  "the streams' figure %d (pool %d) sums to %lld/%lld, the allocator holds %lld/%lld", k, q,
+                  (long long)sum_cur[q][k], (long long)sum_inc[q][k], (long long)a->sum_cur[q][k],
+                  (long long)a->sum_inc[q][k]);
     for (int k = 0; k < CCA_NSHARD; k++) {            /* what keeps the peaks exact */
         const cca_stat_t *f = _cca_counters_shard_stat(a, k);
         for (int p = 0; p < CCA_POOL_COUNT; p++) {

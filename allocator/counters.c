@@ -8,15 +8,16 @@
  * current per public pool (all, small, large), and the total increases per
  * pool (freed is derived: increases - current; the all-pools current and
  * increases are small + large). The all-locked path sums them into the
- * public view (refresh), follows every change there with peaks
- * (_cca_counters_locked), and afterwards deals each stream a lease per pool:
- * how far it may raise each figure alone (rebalance). A pool's leases add
- * up to at most its peak, so no sum can pass a peak without the all-locked
- * path seeing it: peaks stay exact with no shared write on the hot path. A
- * hot-path change that would pass a lease takes what it lacks from the
- * shared headroom (lease no stream holds), else lease the other streams
- * have spare, else raises the peaks with every other stream held
- * (_cca_counters_admit_slow). The headroom keeps that O(1) in the number
+ * public view (refresh: only the records someone locked since, or changed
+ * all locked, are summed again), follows every change there with peaks
+ * (_cca_counters_locked), and afterwards deals the leases per pool: how
+ * far each stream may raise each figure alone (rebalance). A pool's leases
+ * and the shared headroom (lease no stream holds) add up to at most its
+ * peak, so no sum can pass a peak without the all-locked path seeing it:
+ * peaks stay exact with no shared write on the hot path. A hot-path change
+ * that would pass a lease takes what it lacks from the headroom, else the
+ * other streams' room swept into it, else raises the peaks with every
+ * other stream held (_cca_counters_admit_slow). The headroom keeps that O(1) in the number
  * of streams: once a stream found it short while another stream held room
  * it did not use, frees give their stream's room back to it (and its
  * parked blocks' deferred figures first), until a take finds it plentiful
@@ -61,23 +62,47 @@ static inline void counters_ctr_add(cca_ctrs_t *c, int pool, const cca_delta_t *
 void _cca_counters_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d)
 {
     counters_ctr_add(&st->ctr, pool, d, 1);
+    st->fold_dirty = true;
     for (int k = 0; k < CCA_NSHARD; k++) {
         if (d->v[k]) _cca_stat_add(_cca_counters_shard_stat(a, k), pool, d->v[k]);
     }
     a->counters_moved = true;
 }
 
+/* Brings st's part of the allocator's sums up to date. */
+static void counters_fold(cca_allocator_t *a, cca_stream_t *st)
+{
+    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            int64_t c = _cca_counters_cur(&st->ctr, q, k), i = st->ctr.inc[q][k];
+            a->sum_cur[q][k] += c - st->fold_cur[q][k];
+            a->sum_inc[q][k] += i - st->fold_inc[q][k];
+            st->fold_cur[q][k] = c;
+            st->fold_inc[q][k] = i;
+        }
+    st->fold_dirty = false;
+}
+
+/* Entering the all-locked path (every stream just locked): the public view
+ * from the streams' figures. Only records whose lock someone took since
+ * the last time (the all-locked path's own take aside), or changed all
+ * locked, are summed again: a ten-stream replay enters it on most calls. */
 void _cca_counters_refresh(cca_allocator_t *a)
 {
-    int64_t cur[CCA_POOL_COUNT][CCA_NSHARD] = { { 0 } }, inc[CCA_POOL_COUNT][CCA_NSHARD] = { { 0 } };
-    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)   /* what retired streams had counted */
-        for (int k = 0; k < CCA_NSHARD; k++) inc[q][k] = a->retired_inc[q][k];
-    for (const cca_stream_t *st = a->streams; st; st = st->next)
-        for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
-            for (int k = 0; k < CCA_NSHARD; k++) {
-                cur[q][k] += _cca_counters_cur(&st->ctr, q, k);
-                inc[q][k] += st->ctr.inc[q][k];
-            }
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        uint64_t acq = st->lock.fig.acquisitions;
+        if (st->fold_dirty || acq != st->fold_acq + 1) {
+            counters_fold(a, st);
+            st->fold_touched = true;
+        }
+        st->fold_acq = acq;
+    }
+    int64_t cur[CCA_POOL_COUNT][CCA_NSHARD], inc[CCA_POOL_COUNT][CCA_NSHARD];
+    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            cur[q][k] = a->sum_cur[q][k];
+            inc[q][k] = a->sum_inc[q][k] + a->retired_inc[q][k];   /* what retired streams had counted too */
+        }
     for (int k = 0; k < CCA_NSHARD; k++) {             /* the all pool: the sum of small and large */
         cur[CCA_POOL_ALL][k] = cur[CCA_POOL_SMALL][k] + cur[CCA_POOL_LARGE][k];
         inc[CCA_POOL_ALL][k] = inc[CCA_POOL_SMALL][k] + inc[CCA_POOL_LARGE][k];
@@ -90,6 +115,18 @@ void _cca_counters_refresh(cca_allocator_t *a)
             f[p].freed = inc[p][k] - cur[p][k] - a->freed_base[k][p];
         }
     }
+}
+
+/* A record leaves the list (all locked; stream.c): its part of the sums goes. */
+void _cca_counters_forget(cca_allocator_t *a, cca_stream_t *st)
+{
+    for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            a->sum_cur[q][k] -= st->fold_cur[q][k];
+            a->sum_inc[q][k] -= st->fold_inc[q][k];
+            st->fold_cur[q][k] = st->fold_inc[q][k] = 0;
+        }
+    if (a->last_trigger == st) a->last_trigger = NULL;
 }
 
 /* What each kind of cca_stats_t's list (cca.h) does on a reset. */
@@ -191,53 +228,44 @@ static inline void counters_set_lease(cca_ctrs_t *c, int p, int k, int64_t lease
     c->lease[p][k] = lease;
 }
 
-static inline int64_t counters_high_of(const cca_ctrs_t *c, int p, int k)
-{
-    return p == CCA_POOL_ALL ? c->high[CCA_POOL_SMALL][k] + c->high[CCA_POOL_LARGE][k] : c->high[p][k];
-}
-
-static inline int64_t counters_demand_of(const cca_ctrs_t *c, int p, int k)
-{
-    int64_t want = counters_high_of(c, p, k) - _cca_counters_cur(c, p, k);
-    return want > 0 ? want : 0;
-}
-
-/* Deals the leases anew: each stream its current figure, then the slack
- * under the peak in proportion to each stream's demand (how far above its
- * current figure it went before), the rounding rest to the stream just
- * served. */
+/* Deals the leases anew (all locked): each stream its current figure, the
+ * slack under each peak to the headroom - half of it to the stream just
+ * served (all of it when that is the only stream), which is likely to
+ * rise again first. Only streams whose rooms changed since the last deal
+ * are visited: this runs at the end of every all-locked call that changed
+ * a figure. (Dealing the slack by each stream's past demand, as before the
+ * headroom, cost half of all instructions of a ten-stream replay:
+ * docs/history.md.) */
 void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
 {
-    if (!a->counters_moved) return;        /* leases still add up to at most the peaks */
+    if (!a->counters_moved) return;        /* leases and headroom still add up to at most the peaks */
     a->counters_moved = false;
-    memset(a->spare, 0, sizeof a->spare);  /* all locked, no stream lock held: dealt below with the slack */
     atomic_store_explicit(&a->spare_wanted, false, memory_order_relaxed);
-    for (int k = 0; k < CCA_NSHARD; k++) {
-        const cca_stat_t *f = _cca_counters_shard_stat(a, k);
-        int64_t total[CCA_POOL_COUNT] = { 0 };
-        for (cca_stream_t *st = a->streams; st; st = st->next) {
-            cca_ctrs_t *c = &st->ctr;
-            for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
-                if (_cca_counters_cur(c, q, k) > c->high[q][k]) c->high[q][k] = _cca_counters_cur(c, q, k);
-            for (int p = 0; p < CCA_POOL_COUNT; p++) {
-                counters_set_lease(c, p, k, _cca_counters_cur(c, p, k));
-                total[p] += counters_demand_of(c, p, k);
-            }
-        }
-        for (int p = 0; p < CCA_POOL_COUNT; p++) {
-            int64_t slack = f[p].peak - f[p].current, dealt = 0;
-            if (slack <= 0) continue;
-            if (total[p] > 0)
-                for (cca_stream_t *st = a->streams; st; st = st->next) {
-                    int64_t give = (int64_t)((double)slack * (double)counters_demand_of(&st->ctr, p, k) / (double)total[p]);
-                    if (give > slack - dealt) give = slack - dealt;
-                    counters_set_lease(&st->ctr, p, k, st->ctr.lease[p][k] + give);
-                    dealt += give;
-                }
-            cca_stream_t *rest = trigger ? trigger : a->streams;
-            if (rest) counters_set_lease(&rest->ctr, p, k, rest->ctr.lease[p][k] + slack - dealt);
+    for (cca_stream_t *st = a->streams; st; st = st->next) {
+        bool dealt = !st->fold_dirty && !st->fold_touched && st != a->last_trigger;   /* room 0 since the last deal */
+        if (st->fold_dirty) counters_fold(a, st);
+        if (dealt) continue;
+        st->fold_touched = false;
+        int64_t *restrict r = &st->ctr.room[0][0], *restrict l = &st->ctr.lease[0][0];
+        for (int i = 0; i < CCA_POOL_COUNT * CCA_NSHARD; i++) {
+            l[i] -= r[i];                  /* the lease is the current figure */
+            r[i] = 0;
         }
     }
+    bool alone = trigger && a->streams == trigger && !trigger->next;
+    for (int k = 0; k < CCA_NSHARD; k++) {
+        const cca_stat_t *f = _cca_counters_shard_stat(a, k);
+        for (int p = 0; p < CCA_POOL_COUNT; p++) {
+            int64_t sum = p == CCA_POOL_ALL ? a->sum_cur[CCA_POOL_SMALL][k] + a->sum_cur[CCA_POOL_LARGE][k]
+                                            : a->sum_cur[p][k];
+            int64_t slack = f[p].peak - sum;
+            if (slack < 0) slack = 0;
+            int64_t give = !trigger ? 0 : alone ? slack : slack - slack / 2;
+            if (give) counters_set_lease(&trigger->ctr, p, k, trigger->ctr.lease[p][k] + give);
+            a->spare[p][k] = slack - give;
+        }
+    }
+    a->last_trigger = trigger;
 }
 
 /* Whether to wait for busy stream o's holder (st held): not for an

@@ -18,6 +18,7 @@ static inline void _cca_counters_give_if_wanted(cca_allocator_t *a, cca_stream_t
     if (__builtin_expect(atomic_load_explicit(&a->spare_wanted, memory_order_relaxed), 0)) _cca_counters_give(a, st);
 }
 void         _cca_counters_refresh(cca_allocator_t *a);
+void         _cca_counters_forget(cca_allocator_t *a, cca_stream_t *st);   /* st leaves the list */
 void         _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger);
 void         _cca_counters_reset_accumulated(cca_allocator_t *a);
 void         _cca_counters_reset_peaks(cca_allocator_t *a);

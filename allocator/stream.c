@@ -296,6 +296,7 @@ static void stream_bury(cca_allocator_t *a, cca_stream_t *prev, cca_stream_t *st
     a->n_streams--;
     for (int q = CCA_POOL_SMALL; q <= CCA_POOL_LARGE; q++)
         for (int k = 0; k < CCA_NSHARD; k++) a->retired_inc[q][k] += st->ctr.inc[q][k];
+    _cca_counters_forget(a, st);
     _cca_events_release(a, st);
     stream_body_free(st);
     a->host_bytes += st->host_bytes;                  /* what it counted lives on elsewhere, or was freed above */

@@ -23,15 +23,16 @@
  *                 park) does to its stream's figures; block code computes
  *                 it, the counters unit applies it.
  *   lease         how far a stream may raise a figure without the others'
- *                 locks; all streams' leases add up to at most the peak,
- *                 which keeps peaks exact with no shared write.
+ *                 locks; all streams' leases and the headroom add up to at
+ *                 most the peak, which keeps peaks exact with no shared
+ *                 write.
  *   room          lease - current: what the hot path actually keeps and
  *                 checks (a sign test).
  *   headroom      lease no stream holds (a->spare): a stream that passed
  *                 its lease takes what it lacks from it; while one found
  *                 it short (a->spare_wanted), frees give theirs back.
- *   trigger       the stream just served, which gets the rounding rest
- *                 when leases are dealt anew (rebalance).
+ *   trigger       the stream just served, which gets half the slack when
+ *                 leases are dealt anew (rebalance; the headroom the rest).
  *   park          a hot-path free that defers its merge and falling
  *                 figures, so that the next request can be carved out of
  *                 the merged block in place; "vacate" applies the deferred
@@ -184,7 +185,6 @@ typedef struct cca_ctrs {
     int64_t room[CCA_POOL_COUNT][CCA_NSHARD];         /* lease - current */
     int64_t lease[CCA_POOL_COUNT][CCA_NSHARD];
     int64_t inc[CCA_POOL_COUNT][CCA_NSHARD];          /* total increases; [SMALL] and [LARGE] only */
-    int64_t high[CCA_POOL_COUNT][CCA_NSHARD];         /* highest current seen all locked (its demand); idem */
 } cca_ctrs_t;
 
 typedef struct cca_pending {                          /* an event a pending block waits for */
@@ -223,6 +223,13 @@ struct cca_stream {
     _Atomic bool admitting;                           /* its holder wants every other stream's lock (counters.c) */
     bool dead;                                        /* retired: no new blocks; freed once it holds no segment */
     cca_stream_t *_Atomic next;                       /* allocator's stream list (changed all locked) */
+    /* All locked (counters.c): what its figures last added to the
+     * allocator's sums, and its lock's acquisitions then - a record whose
+     * lock no one took since is unchanged, and is not summed again. */
+    int64_t fold_cur[CCA_POOL_COUNT][CCA_NSHARD], fold_inc[CCA_POOL_COUNT][CCA_NSHARD];
+    uint64_t fold_acq;
+    bool fold_dirty;                                  /* figures changed all locked since the fold */
+    bool fold_touched;                                /* rooms changed since its leases were dealt */
 };
 
 
@@ -283,6 +290,10 @@ struct cca_allocator {
     cca_lock_t spare_lock;
     _Atomic bool spare_wanted;                        /* a stream found it short: frees give their room back */
     int64_t spare[CCA_POOL_COUNT][CCA_NSHARD];
+    /* All locked: the streams' figures summed (their fold_* added up), and
+     * the stream the last deal gave room to. */
+    int64_t sum_cur[CCA_POOL_COUNT][CCA_NSHARD], sum_inc[CCA_POOL_COUNT][CCA_NSHARD];
+    cca_stream_t *last_trigger;
     uint64_t lease_takeovers;                         /* passes served by holding every other stream (tests) */
     /* The segment-list lock: a hot path growing its stream holds it with
      * its stream's lock, for the list, the records, the address map's
