@@ -264,10 +264,27 @@ static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t
     return done;
 }
 
-static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, void **ptr, size_t size,
-                                                                uint64_t key, cudaStream_t stream, bool tentative,
-                                                                const alloc_grown_t *grown)
+#define CCA_YIELD_PAUSES 64
+/* Whether the hot path just failed only because a passed lease gave way
+ * to a busy stream (counters.c): then it is tried again, at most twice,
+ * with the stream's lock let go meanwhile - the other side (a stream
+ * raising its peaks, an all-locked caller) needed it - instead of going
+ * all locked, which would stop every stream. Clears the mark. */
+static inline bool alloc_yielded(void)
 {
+    bool y = _cca_thread_streams.admit_yielded;
+    _cca_thread_streams.admit_yielded = false;
+    for (int i = 0; y && i < CCA_YIELD_PAUSES; i++) _cca_cpu_relax();   /* the other side's turn at the lock */
+    return y;
+}
+
+static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, cca_stream_t *st, void **ptr,
+                                                                size_t size, uint64_t key, cudaStream_t stream,
+                                                                bool tentative, alloc_grown_t *grown)
+{
+    for (int tries = 0; tries < 2 && st && alloc_yielded() && !grown->tried; tries++)
+        if (alloc_try_fast(a, st, key, ptr, size, grown)) return CCA_OK;
+    _cca_thread_streams.admit_yielded = false;
     if (grown->tried && grown->ctx.new_tried && grown->s != CCA_ERROR_OUT_OF_MEMORY)
         return grown->s;                                                             /* a CUDA error ends the ladder */
     uint64_t ctx = 0;
@@ -299,7 +316,7 @@ static inline __attribute__((always_inline)) cca_status_t alloc_malloc(cca_alloc
     alloc_grown_t grown;
     grown.tried = false;
     if (st && size <= CCA_MAX_REQUEST && alloc_try_fast(a, st, key, ptr, size, &grown)) return CCA_OK;
-    return alloc_malloc_slow(a, ptr, size, key, stream, tentative, &grown);
+    return alloc_malloc_slow(a, st && size <= CCA_MAX_REQUEST ? st : NULL, ptr, size, key, stream, tentative, &grown);
 }
 
 cca_status_t cca_malloc(cca_allocator_t *a, void **ptr, size_t size, cudaStream_t stream)
@@ -425,39 +442,52 @@ static __attribute__((noinline)) cca_status_t alloc_free_all_locked(cca_allocato
     return s;
 }
 
+/* The hot path of cca_free: false sends it all locked. */
+static inline __attribute__((always_inline)) bool alloc_free_fast(cca_allocator_t *a, void *ptr)
+{
+    cca_block_t *b = NULL;
+    cca_ptrmap_slot_t *slot = NULL;
+    cca_stream_t *st = alloc_lock_owner(a, ptr, &b, &slot);
+    if (!st) return false;
+    /* watched (every change all locked), used on other streams (events
+     * to record) or retired (its segment may go back): all locked */
+    bool done = false;
+    if (!alloc_hooked(a) && b->n_uses == 0 && !st->dead) {
+        int pool = b->seg->pool;
+        if (st->parked[pool]) {                       /* its neighbours as they really are */
+            _cca_park_flush_unpaid(a, st, pool);
+            slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
+        }
+        if (_cca_park_wanted(a, st, pool) && _cca_park(a, st, b)) {
+            done = true;
+        } else {
+            cca_delta_t d;
+            _cca_free_delta(&d, a, b);
+            if ((done = _cca_counters_apply(a, st, pool, &d))) {
+                _cca_ptrmap_erase(&st->live, slot);
+                _cca_block_free(a, b);
+            }
+        }
+        if (done) _cca_counters_give_if_wanted(a, st);   /* another stream lacked room: the freed room to the headroom */
+    }
+    _cca_unlock(&st->lock);
+    return done;
+}
+
+static __attribute__((noinline)) cca_status_t alloc_free_slow(cca_allocator_t *a, void *ptr)
+{
+    for (int tries = 0; tries < 2 && alloc_yielded(); tries++)   /* as alloc_malloc_slow */
+        if (alloc_free_fast(a, ptr)) return CCA_OK;
+    _cca_thread_streams.admit_yielded = false;
+    return alloc_free_all_locked(a, ptr);
+}
+
 cca_status_t cca_free(cca_allocator_t *a, void *ptr)
 {
     if (!a) return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_free: allocator is NULL");
     if (!ptr) return CCA_OK;
-    cca_block_t *b = NULL;
-    cca_ptrmap_slot_t *slot = NULL;
-    cca_stream_t *st = alloc_lock_owner(a, ptr, &b, &slot);
-    if (st) {
-        /* watched (every change all locked), used on other streams (events
-         * to record) or retired (its segment may go back): all locked */
-        bool done = false;
-        if (!alloc_hooked(a) && b->n_uses == 0 && !st->dead) {
-            int pool = b->seg->pool;
-            if (st->parked[pool]) {                   /* its neighbours as they really are */
-                _cca_park_flush_unpaid(a, st, pool);
-                slot = _cca_ptrmap_find(&st->live, b->addr);   /* the flush moved the map */
-            }
-            if (_cca_park_wanted(a, st, pool) && _cca_park(a, st, b)) {
-                done = true;
-            } else {
-                cca_delta_t d;
-                _cca_free_delta(&d, a, b);
-                if ((done = _cca_counters_apply(a, st, pool, &d))) {
-                    _cca_ptrmap_erase(&st->live, slot);
-                    _cca_block_free(a, b);
-                }
-            }
-            if (done) _cca_counters_give_if_wanted(a, st);   /* another stream lacked room: the freed room to the headroom */
-        }
-        _cca_unlock(&st->lock);
-        if (done) return CCA_OK;
-    }
-    return alloc_free_all_locked(a, ptr);
+    if (alloc_free_fast(a, ptr)) return CCA_OK;
+    return alloc_free_slow(a, ptr);
 }
 
 /* ---- the rest of the API ----------------------------------------------- */

@@ -458,5 +458,6 @@ bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, co
     atomic_store_explicit(&st->admitting, true, memory_order_relaxed);   /* st wants others' locks (counters_wait_for) */
     bool done = counters_admit_others(a, st, pool, d);
     atomic_store_explicit(&st->admitting, false, memory_order_relaxed);
+    if (!done) _cca_thread_streams.admit_yielded = true;   /* the caller may try again once st's lock was let go */
     return done;
 }
