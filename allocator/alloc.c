@@ -269,11 +269,14 @@ static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t
  * to a busy stream (counters.c): then it is tried again, at most twice,
  * with the stream's lock let go meanwhile - the other side (a stream
  * raising its peaks, an all-locked caller) needed it - instead of going
- * all locked, which would stop every stream. Clears the mark. */
-static inline bool alloc_yielded(void)
+ * all locked, which would stop every stream. Clears the mark. st: the
+ * call's stream (a mark left on another stream, whose call succeeded
+ * anyway, is not this call's); NULL (a free, whose stream is found again):
+ * any mark. */
+static inline bool alloc_yielded(const cca_stream_t *st)
 {
-    bool y = _cca_thread_streams.admit_yielded;
-    _cca_thread_streams.admit_yielded = false;
+    bool y = _cca_thread_streams.admit_yielded && (!st || _cca_thread_streams.admit_yielded == st);
+    _cca_thread_streams.admit_yielded = NULL;
     for (int i = 0; y && i < CCA_YIELD_PAUSES; i++) _cca_cpu_relax();   /* the other side's turn at the lock */
     return y;
 }
@@ -282,9 +285,9 @@ static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t 
                                                                 size_t size, uint64_t key, cudaStream_t stream,
                                                                 bool tentative, alloc_grown_t *grown)
 {
-    for (int tries = 0; tries < 2 && st && alloc_yielded() && !grown->tried; tries++)
+    for (int tries = 0; tries < 2 && st && alloc_yielded(st) && !grown->tried; tries++)
         if (alloc_try_fast(a, st, key, ptr, size, grown)) return CCA_OK;
-    _cca_thread_streams.admit_yielded = false;
+    _cca_thread_streams.admit_yielded = NULL;
     if (grown->tried && grown->ctx.new_tried && grown->s != CCA_ERROR_OUT_OF_MEMORY)
         return grown->s;                                                             /* a CUDA error ends the ladder */
     uint64_t ctx = 0;
@@ -476,9 +479,9 @@ static inline __attribute__((always_inline)) bool alloc_free_fast(cca_allocator_
 
 static __attribute__((noinline)) cca_status_t alloc_free_slow(cca_allocator_t *a, void *ptr)
 {
-    for (int tries = 0; tries < 2 && alloc_yielded(); tries++)   /* as alloc_malloc_slow */
+    for (int tries = 0; tries < 2 && alloc_yielded(NULL); tries++)   /* as alloc_malloc_slow */
         if (alloc_free_fast(a, ptr)) return CCA_OK;
-    _cca_thread_streams.admit_yielded = false;
+    _cca_thread_streams.admit_yielded = NULL;
     return alloc_free_all_locked(a, ptr);
 }
 

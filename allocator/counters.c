@@ -273,13 +273,14 @@ void _cca_counters_rebalance(cca_allocator_t *a, cca_stream_t *trigger)
  * st's lock in turn, of the two the later in memory giving way (it
  * returns to the all-locked path, letting st's lock go). Waits at most
  * CCA_ADMIT_SPINS pauses in all: a holder on the hot path lets go in well
- * under a microsecond. */
+ * under a microsecond. (The allocator lock held alone - a config read, a
+ * history walk - also stops the wait: a needless yield, never a wrong one.) */
 #define CCA_ADMIT_SPINS 1024
 static bool counters_wait_for(cca_allocator_t *a, cca_stream_t *st, cca_stream_t *o, unsigned *spins)
 {
     while (*spins < CCA_ADMIT_SPINS) {
         if (atomic_load_explicit(&a->lock.state, memory_order_relaxed) != CCA_LOCK_FREE) return false;
-        if (atomic_load_explicit(&o->admitting, memory_order_relaxed) && o < st) return false;
+        if (atomic_load_explicit(&o->admitting, memory_order_relaxed) && (uintptr_t)o < (uintptr_t)st) return false;
         if (atomic_load_explicit(&o->lock.state, memory_order_relaxed) == CCA_LOCK_FREE) return true;
         _cca_cpu_relax();
         ++*spins;
@@ -289,7 +290,8 @@ static bool counters_wait_for(cca_allocator_t *a, cca_stream_t *st, cca_stream_t
 
 /* On the hot path, st (locked) passed a lease the headroom could not
  * cover: every other stream's room (their parked blocks' deferred figures
- * first) into the headroom, without waiting for their locks. Moving lease
+ * first) into the headroom, waiting briefly for a busy one (counters_wait_for),
+ * never blocking. Moving lease
  * keeps every sum, so peaks stay exact. If any room lay idle there, frees
  * give theirs back from now on. */
 static void counters_sweep(cca_allocator_t *a, cca_stream_t *st)
@@ -458,6 +460,6 @@ bool _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, co
     atomic_store_explicit(&st->admitting, true, memory_order_relaxed);   /* st wants others' locks (counters_wait_for) */
     bool done = counters_admit_others(a, st, pool, d);
     atomic_store_explicit(&st->admitting, false, memory_order_relaxed);
-    if (!done) _cca_thread_streams.admit_yielded = true;   /* the caller may try again once st's lock was let go */
+    if (!done) _cca_thread_streams.admit_yielded = st;   /* the caller may try again once st's lock was let go */
     return done;
 }

@@ -119,7 +119,7 @@ typedef struct cca_thread_streams {
     cca_stream_cache_t e[CCA_STREAM_CACHE];
     unsigned next, last;                              /* round robin; the entry remembered last */
     uint32_t tag;                                     /* this thread's own tag (tags.c); 0: none */
-    bool admit_yielded;                               /* a passed lease gave way to a busy stream (counters.c) */
+    struct cca_stream *admit_yielded;                 /* a passed lease on it gave way to a busy stream (counters.c) */
 } cca_thread_streams_t;
 extern _Thread_local cca_thread_streams_t _cca_thread_streams;
 

@@ -3,9 +3,10 @@
  * figures, streams and the allocator itself. Locking: each stream's state (its free
  * bins, its segments' blocks, its live-address map, its figures and leases,
  * its parked blocks, its events) is guarded by the stream's lock; the hot
- * path takes only that one (and may try-lock the others, never waiting, to
- * move leases), and, to make a new segment, the segment-list lock, which
- * guards what segments share. Everything else - creating streams,
+ * path takes only that one (and, to move leases, the headroom's lock and
+ * the others' locks, waiting briefly, never blocking: counters.c), and, to
+ * make a new segment, the segment-list lock, which guards what segments
+ * share. Everything else - creating streams,
  * recording events, the OOM path, statistics, walks - runs "all locked":
  * the allocator's lock, then every stream lock in list order (which
  * excludes every grower).
@@ -29,8 +30,9 @@
  *   room          lease - current: what the hot path actually keeps and
  *                 checks (a sign test).
  *   headroom      lease no stream holds (a->spare): a stream that passed
- *                 its lease takes what it lacks from it; while one found
- *                 it short (a->spare_wanted), frees give theirs back.
+ *                 its lease takes what it lacks from it; once a sweep found
+ *                 room idle in other streams (a->spare_wanted), frees give
+ *                 theirs back.
  *   trigger       the stream just served, which gets half the slack when
  *                 leases are dealt anew (rebalance; the headroom the rest).
  *   park          a hot-path free that defers its merge and falling

@@ -396,3 +396,44 @@ Test(locks, a_stream_alone_at_its_peak_does_not_start_the_giving_back)
     cudaStreamDestroy(side);
     finish(a);
 }
+
+static void *per_thread_pair(void *arg)
+{
+    cca_allocator_t *a = arg;
+    void *p = NULL;
+    cr_assert_eq(cca_malloc(a, &p, 4 * KiB, cudaStreamPerThread), CCA_OK);
+    cr_assert_eq(cca_free(a, p), CCA_OK);             /* its stream dies with the thread, holding a segment */
+    return NULL;
+}
+
+/* The all-locked path reaps a dying stream on entry, which settles pending
+ * frees there: a stream's figure may pass its lease until the leases are
+ * dealt on unlocking. cca_check, run in that call, accepts it (it reported
+ * corruption before; found by a reviewer). */
+Test(locks, cca_check_accepts_a_lease_passed_by_the_reaping_on_entry)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s1, s2;
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    void *x = alloc_ok(a, 4 * KiB, s1), *b = alloc_ok(a, 4 * KiB, s1), *c = alloc_ok(a, 4 * KiB, s1);
+    void *d = alloc_ok(a, 4 * KiB, s2);
+    cca_sim_stream_hold(s2);
+    cr_assert_eq(cca_record_stream(a, b, s2), CCA_OK);
+    free_ok(a, b);                                    /* pending between x and c */
+    check_ok(a);                                      /* leases dealt: s1 has no split room */
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, per_thread_pair, a), 0);
+    pthread_join(t, NULL);
+    cca_sim_stream_release(s2);
+    check_ok(a);                                      /* the reaping settles b: a split block on s1 */
+    cca_stats_t s = stats_of(a);
+    cr_assert_eq(s.inactive_split[CCA_POOL_ALL].current, 3, "b's hole and the rests of s1's and s2's segments");
+    check_ok(a);
+    free_ok(a, x);
+    free_ok(a, c);
+    free_ok(a, d);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    finish(a);
+}
