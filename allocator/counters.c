@@ -373,13 +373,17 @@ static void counters_vacate_parked_all(cca_allocator_t *a)
         for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) _cca_park_vacate(a, o, p);
 }
 
-/* The shared headroom (st locked, d applied, a room below zero): exactly
- * what st lacks in every room, or nothing if the headroom is short of any
- * (exactly: with peaks as tight as one block's, what is left may be all
- * another stream needs). A take that leaves the headroom as many bytes
- * again as it took ends the giving back: the frees' room is not needed
- * there. (Bytes alone, as a proxy: this runs on every operation while
- * streams pass room around.) */
+/* The shared headroom (st locked, d applied, a room below zero): what st
+ * lacks in every room, or nothing if the headroom is short of any. Only
+ * that while the headroom is lean (with peaks as tight as one block's,
+ * what is left may be all another stream needs); while it is plentiful -
+ * as many bytes again left as st lacks - also one stream's share of the
+ * rest, so that st does not come back at once (instructions per mixed step
+ * at 2 / 8 / 64 streams: 1,094 / 1,388 / 2,254 against 1,195 / 1,489 /
+ * 2,156 taking only what is lacking; half the rest: 1,101 / 1,805 / 3,914),
+ * and the giving back ends: the frees' room is not needed there. (Bytes
+ * alone tell plenty: this runs on every operation while streams pass room
+ * around.) */
 static inline int64_t counters_lack(int64_t room) { return room < 0 ? -room : 0; }
 
 static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
@@ -396,11 +400,23 @@ static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
     }
     const int B = CCA_K_allocated_bytes;              /* plentiful: as many bytes again left */
     bool plenty = sa[B] >= 2 * counters_lack(ra[B]) && sp[B] >= 2 * counters_lack(rp[B]);
-    for (int k = 0; k < CCA_NSHARD; k++) {
-        int64_t n = counters_lack(ra[k]);
-        sa[k] -= n, la[k] += n, ra[k] += n;
-        n = counters_lack(rp[k]);
-        sp[k] -= n, lp[k] += n, rp[k] += n;
+    if (!plenty) {                                    /* exactly what it lacks */
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            int64_t n = counters_lack(ra[k]);
+            sa[k] -= n, la[k] += n, ra[k] += n;
+            n = counters_lack(rp[k]);
+            sp[k] -= n, lp[k] += n, rp[k] += n;
+        }
+    } else {                                          /* and a stream's share of what is left besides */
+        int64_t share = (int64_t)a->n_streams;
+        for (int k = 0; k < CCA_NSHARD; k++) {
+            int64_t n = counters_lack(ra[k]);
+            n += (sa[k] - n) / share;
+            sa[k] -= n, la[k] += n, ra[k] += n;
+            n = counters_lack(rp[k]);
+            n += (sp[k] - n) / share;
+            sp[k] -= n, lp[k] += n, rp[k] += n;
+        }
     }
     _cca_unlock(&a->spare_lock);
     if (plenty && atomic_load_explicit(&a->spare_wanted, memory_order_relaxed))
