@@ -471,7 +471,7 @@ static inline __attribute__((always_inline)) bool alloc_free_fast(cca_allocator_
                 _cca_block_free(a, b);
             }
         }
-        if (done) _cca_counters_give_if_wanted(a, st);   /* another stream lacked room: the freed room to the headroom */
+        if (done) _cca_counters_give_if_wanted(a, st, pool);   /* another stream lacked room: the freed room to the headroom */
     }
     _cca_unlock(&st->lock);
     return done;

@@ -424,16 +424,16 @@ static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
     return true;
 }
 
-void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st)
+void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    _cca_park_vacate(a, st, CCA_POOL_SMALL);          /* their deferred figures are room too */
-    _cca_park_vacate(a, st, CCA_POOL_LARGE);
-    int64_t *restrict r = &st->ctr.room[0][0], *restrict l = &st->ctr.lease[0][0], *restrict sp = &a->spare[0][0];
+    _cca_park_vacate(a, st, pool);                    /* its deferred figures are room too */
+    int64_t *restrict ra = st->ctr.room[CCA_POOL_ALL], *restrict la = st->ctr.lease[CCA_POOL_ALL];
+    int64_t *restrict rp = st->ctr.room[pool], *restrict lp = st->ctr.lease[pool];
+    int64_t *restrict sa = a->spare[CCA_POOL_ALL], *restrict sp = a->spare[pool];
     _cca_lock(&a->spare_lock);
-    for (int i = 0; i < CCA_POOL_COUNT * CCA_NSHARD; i++) {   /* rooms are never below zero here */
-        sp[i] += r[i];
-        l[i] -= r[i];
-        r[i] = 0;
+    for (int k = 0; k < CCA_NSHARD; k++) {            /* rooms are never below zero here */
+        sa[k] += ra[k], la[k] -= ra[k], ra[k] = 0;
+        sp[k] += rp[k], lp[k] -= rp[k], rp[k] = 0;
     }
     _cca_unlock(&a->spare_lock);
 }

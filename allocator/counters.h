@@ -11,11 +11,13 @@
 void         _cca_counters_locked(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *d);
 bool         _cca_counters_admit_slow(cca_allocator_t *a, cca_stream_t *st, int pool, const cca_delta_t *fall,
                                  const cca_delta_t *d);
-/* Off the all-locked path, st locked: all its room to the shared headroom. */
-__attribute__((cold, noinline)) void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st);
-static inline void _cca_counters_give_if_wanted(cca_allocator_t *a, cca_stream_t *st)
+/* Off the all-locked path, st locked, after a free in `pool`: its room in
+ * that pool and in all pools to the shared headroom (the other pool's
+ * stays until a sweep or that pool's own free). */
+__attribute__((cold, noinline)) void _cca_counters_give(cca_allocator_t *a, cca_stream_t *st, int pool);
+static inline void _cca_counters_give_if_wanted(cca_allocator_t *a, cca_stream_t *st, int pool)
 {
-    if (__builtin_expect(atomic_load_explicit(&a->spare_wanted, memory_order_relaxed), 0)) _cca_counters_give(a, st);
+    if (__builtin_expect(atomic_load_explicit(&a->spare_wanted, memory_order_relaxed), 0)) _cca_counters_give(a, st, pool);
 }
 void         _cca_counters_refresh(cca_allocator_t *a);
 void         _cca_counters_forget(cca_allocator_t *a, cca_stream_t *st);   /* st leaves the list */
