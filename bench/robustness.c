@@ -12,9 +12,13 @@
  * streams. Prints figures (it measures, it does not gate: tests/test_replay.c
  * asserts the rules on the shared traces and the multistream workloads);
  * exits 0 unless it could not run. A workload that fits on no device up
- * to 4x its peak live bytes counts as 4x (and is named). Simulated device
+ * to 4x its peak live bytes counts as 4x (and is named). Beside them, the
+ * floor: the smallest device of an ideal page allocator (floor.h), per
+ * workload with --workloads, and each configuration's distance from it
+ * (over 1%: issue 27's goal for expandable segments). Simulated device
  * only. */
 #include "capacity.h"
+#include "floor.h"
 #include "multistream.h"
 #include "replay.h"
 #include "sim_ctl.h"
@@ -29,16 +33,28 @@
 
 typedef struct tally {
     const char *conf;
-    size_t n, over, n_ms, calls_over;
-    double log_min, worst, worst_calls;
-    char worst_at[300], worst_calls_at[300];
+    size_t n, over, n_ms, calls_over, over_floor;
+    double log_min, worst, worst_calls, worst_floor;
+    char worst_at[300], worst_calls_at[300], worst_floor_at[300];
 } tally_t;
 
 typedef struct run {
     tally_t t[MAX_CONFS + 1];     /* [0]: the default */
     size_t n;
-    int verbose;
+    int verbose, workloads;
+    double log_floor;             /* the ideal page allocator's smallest devices, summed as logs */
 } run_t;
+
+/* The ideal page allocator's smallest device / peak live (floor.h). */
+static double floor_ratio(const trace_t *t)
+{
+    uint64_t pages = 0;
+    if (floor_pages(t, &pages, NULL) != 0) {
+        fprintf(stderr, "cca-robustness: out of host memory\n");
+        exit(2);
+    }
+    return t->peak_live_bytes ? (double)(pages * FLOOR_PAGE) / (double)t->peak_live_bytes : 1.0;
+}
 
 static double smallest(const trace_t *t, const char *conf)
 {
@@ -64,12 +80,20 @@ static double calls(const trace_t *t, const char *conf)
 
 static void one(run_t *R, const trace_t *t, const char *name, int several_streams)
 {
-    double def = smallest(t, ""), def_calls = several_streams ? calls(t, "") : 0;
+    double def = smallest(t, ""), def_calls = several_streams ? calls(t, "") : 0, fl = floor_ratio(t);
+    R->log_floor += log(fl);
+    if (R->workloads) printf("  %-48s %8.4f", name, fl);
     for (size_t i = 0; i < R->n; i++) {
         tally_t *y = &R->t[i];
-        double m = i ? smallest(t, y->conf) : def, q = m / def;
+        double m = i ? smallest(t, y->conf) : def, q = m / def, qf = m / fl;
         y->n++;
         y->log_min += log(m);
+        if (R->workloads) printf(" %10.4f", m);
+        if (qf > 1.01) y->over_floor++;
+        if (qf > y->worst_floor) {
+            y->worst_floor = qf;
+            snprintf(y->worst_floor_at, sizeof y->worst_floor_at, "%s", name);
+        }
         if (q > 1.02) {
             y->over++;
             if (R->verbose) printf("  %s: '%s' needs %.3fx peak live, the default %.3fx\n", name, y->conf, m, def);
@@ -90,6 +114,7 @@ static void one(run_t *R, const trace_t *t, const char *name, int several_stream
             snprintf(y->worst_calls_at, sizeof y->worst_calls_at, "%s", name);
         }
     }
+    if (R->workloads) printf("\n");
 }
 
 /* The trace cut to its first `pct` percent of events (frees of what is
@@ -125,11 +150,13 @@ static void cut(run_t *R, const trace_t *t, unsigned pct)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: cca-robustness [--trace PATH]... [--seeds N] [--verbose] [CONF]...\n"
+            "usage: cca-robustness [--trace PATH]... [--seeds N] [--verbose] [--workloads] [CONF]...\n"
             "  CONF: cca configurations to hold against the default (default: preset:lean preset:expandable)\n"
             "  --trace PATH  a trace file or folder (repeatable; default ../shared/traces)\n"
             "  --seeds N     draws of the multi-stream workloads' sizes (default 8)\n"
-            "  --verbose     every workload that breaks a rule\n");
+            "  --verbose     every workload that breaks a rule\n"
+            "  --workloads   every workload's smallest device / peak live: the ideal page allocator's, then\n"
+            "                the default's and each CONF's\n");
     exit(2);
 }
 
@@ -148,6 +175,8 @@ int main(int argc, char **argv)
             seeds = (unsigned)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--verbose")) {
             R.verbose = 1;
+        } else if (!strcmp(argv[i], "--workloads")) {
+            R.workloads = 1;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             usage();
         } else if (R.n <= MAX_CONFS) {
@@ -163,6 +192,11 @@ int main(int argc, char **argv)
     if (!simctl_is_sim()) {
         fprintf(stderr, "cca-robustness: needs the simulated device (-Ddevice=sim)\n");
         return 2;
+    }
+    if (R.workloads) {
+        printf("  %-48s %8s", "workload (smallest device / peak live)", "ideal");
+        for (size_t i = 0; i < R.n; i++) printf(" %10.10s", i ? R.t[i].conf : "default");
+        printf("\n");
     }
     if (!given && trace_files_add(&files, "../shared/traces", 0) < 0)
         printf("no traces in ../shared/traces: skipped (give --trace PATH)\n");
@@ -193,17 +227,23 @@ int main(int argc, char **argv)
                 one(&R, &t, name, 1);
                 trace_free(&t);
             }
-    printf("%-40s %9s %14s %-44s %8s %12s %-40s\n", "configuration", "workloads", "over 2% / n", "worst smallest device / default's (at)",
-           "mincap", "calls > 2x", "worst calls / default's (at)");
+    printf("%-40s %9s %14s %-44s %8s %12s %-40s %12s %s\n", "configuration", "workloads", "over 2% / n",
+           "worst smallest device / default's (at)", "mincap", "calls > 2x", "worst calls / default's (at)",
+           "over ideal+1%", "worst / ideal's (at)");
     for (size_t i = 0; i < R.n; i++) {
         tally_t *y = &R.t[i];
-        char over[32], co[32], w[400], wc[400];
+        char over[32], co[32], of[32], w[400], wc[400], wf[400];
         snprintf(over, sizeof over, "%zu / %zu", y->over, y->n);
         snprintf(co, sizeof co, "%zu / %zu", y->calls_over, y->n_ms);
+        snprintf(of, sizeof of, "%zu / %zu", y->over_floor, y->n);
         snprintf(w, sizeof w, i ? "%.3f (%s)" : "-", y->worst, y->worst_at);
         snprintf(wc, sizeof wc, i ? "%.2f (%s)" : "-", y->worst_calls, y->worst_calls_at);
-        printf("%-40s %9zu %14s %-44s %8.4f %12s %-40s\n", i ? y->conf : "(default)", y->n, over, w,
-               y->n ? exp(y->log_min / (double)y->n) : 0.0, co, wc);
+        snprintf(wf, sizeof wf, "%.3f (%s)", y->worst_floor, y->worst_floor_at);
+        printf("%-40s %9zu %14s %-44s %8.4f %12s %-40s %12s %s\n", i ? y->conf : "(default)", y->n, over, w,
+               y->n ? exp(y->log_min / (double)y->n) : 0.0, co, wc, of, wf);
     }
+    size_t n = R.t[0].n;
+    printf("%-40s %9zu %14s %-44s %8.4f\n", "(ideal page allocator, floor.h)", n, "-", "-",
+           n ? exp(R.log_floor / (double)n) : 0.0);
     return 0;
 }
