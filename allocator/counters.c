@@ -381,8 +381,12 @@ static void counters_vacate_parked_all(cca_allocator_t *a)
  * rest, so that st does not come back at once (instructions per mixed step
  * at 2 / 8 / 64 streams: 1,094 / 1,388 / 2,254 against 1,195 / 1,489 /
  * 2,156 taking only what is lacking; half the rest: 1,101 / 1,805 / 3,914),
- * and the giving back ends: the frees' room is not needed there. (Bytes
- * alone tell plenty: this runs on every operation while streams pass room
+ * and the giving back ends: the frees' room is not needed there. The take
+ * that ends the giving back takes only what it lacks: with a share besides,
+ * two streams taking turns at one block each never settled - the other
+ * came up short, swept the first and started the giving back again, and
+ * two threads on their own streams ran at 0.2x one thread. (Bytes alone
+ * tell plenty: this runs on every operation while streams pass room
  * around.) */
 static inline int64_t counters_lack(int64_t room) { return room < 0 ? -room : 0; }
 
@@ -400,7 +404,8 @@ static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
     }
     const int B = CCA_K_allocated_bytes;              /* plentiful: as many bytes again left */
     bool plenty = sa[B] >= 2 * counters_lack(ra[B]) && sp[B] >= 2 * counters_lack(rp[B]);
-    if (!plenty) {                                    /* exactly what it lacks */
+    bool wanted = atomic_load_explicit(&a->spare_wanted, memory_order_relaxed);
+    if (!plenty || wanted) {                        /* exactly what it lacks */
         for (int k = 0; k < CCA_NSHARD; k++) {
             int64_t n = counters_lack(ra[k]);
             sa[k] -= n, la[k] += n, ra[k] += n;
@@ -419,8 +424,7 @@ static bool counters_take_spare(cca_allocator_t *a, cca_stream_t *st, int pool)
         }
     }
     _cca_unlock(&a->spare_lock);
-    if (plenty && atomic_load_explicit(&a->spare_wanted, memory_order_relaxed))
-        atomic_store_explicit(&a->spare_wanted, false, memory_order_relaxed);
+    if (plenty && wanted) atomic_store_explicit(&a->spare_wanted, false, memory_order_relaxed);
     return true;
 }
 

@@ -437,3 +437,49 @@ Test(locks, cca_check_accepts_a_lease_passed_by_the_reaping_on_entry)
     cudaStreamDestroy(s2);
     finish(a);
 }
+
+/* Two streams taking turns at one block each (as two threads on their own
+ * streams do) settle with a lease of a block each: once a stream found the
+ * headroom short, frees give their room back until a take finds it
+ * plentiful, and that take takes only what it lacks (taking a share of the
+ * rest besides left the other stream short, which swept it and started the
+ * giving back again: every pair took the other stream's lock and the
+ * headroom's, and two threads on their own streams ran at 0.2x one thread). */
+Test(locks, two_streams_taking_turns_settle_at_a_block_each)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s1, s2;
+    cr_assert_eq(cudaStreamCreate(&s1), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    for (int i = 0; i < 8; i++) {
+        void *x = alloc_ok(a, 64 * KiB, s1), *y = alloc_ok(a, 64 * KiB, s2);
+        free_ok(a, x);
+        free_ok(a, y);
+    }
+    void *x1 = alloc_ok(a, 64 * KiB, s1), *x2 = alloc_ok(a, 64 * KiB, s1);   /* s1 takes s2's room */
+    cr_assert(atomic_load(&a->spare_wanted), "s1 found s2's room idle");
+    free_ok(a, x1);
+    free_ok(a, x2);
+    for (int i = 0; i < 8; i++) {                     /* settling */
+        void *x = alloc_ok(a, 64 * KiB, s1), *y = alloc_ok(a, 64 * KiB, s2);
+        free_ok(a, x);
+        free_ok(a, y);
+    }
+    cca_stats_t s0 = stats_of(a);
+    for (int i = 0; i < 1000; i++) {
+        void *x = alloc_ok(a, 64 * KiB, s1), *y = alloc_ok(a, 64 * KiB, s2);
+        free_ok(a, x);
+        free_ok(a, y);
+    }
+    cca_stats_t s = stats_of(a);
+    cr_assert(!atomic_load(&a->spare_wanted), "frees still give their room back");
+    cr_assert_eq(s.lock_streams_acquisitions - s0.lock_streams_acquisitions, 4 * 1000 + 2,
+                 "each call its own stream's lock (the stats call: both), no sweep");
+    cr_assert_eq(s.lock_headroom_acquisitions, s0.lock_headroom_acquisitions, "no take, no give");
+    cr_assert_eq(s.num_all_locked - s0.num_all_locked, 1, "only the stats call itself");
+    cr_assert_eq(s.allocated_bytes[CCA_POOL_ALL].peak, (int64_t)(128 * KiB));
+    check_ok(a);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    finish(a);
+}
