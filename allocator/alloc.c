@@ -17,6 +17,7 @@ void _cca_alloc_lock_all(cca_allocator_t *a)
     a->lock_all_count++;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         _cca_lock(&st->lock);
+        st->outside_acq = st->lock.fig.acquisitions;
         if (st->parked[CCA_POOL_SMALL] || st->parked[CCA_POOL_LARGE]) st->fold_dirty = true;   /* summed again */
         _cca_park_flush(a, st, CCA_POOL_SMALL);       /* every walk and figure sees them freed */
         _cca_park_flush(a, st, CCA_POOL_LARGE);
@@ -134,6 +135,19 @@ static bool alloc_grown_refused(const cca_allocator_t *a, int pool, size_t round
            grown->frees == a->stats.num_device_free;
 }
 
+/* A record of st's stream besides st (its own or another thread's shard)
+ * with a free block for the request, in *b (all locked); NULL: none. */
+static cca_stream_t *alloc_sibling_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded,
+                                         cca_block_t **b)
+{
+    for (cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o == st || !o->shared || o->key != st->key || o->dead) continue;
+        if (!_cca_block_spare_reserve(o) || !_cca_ptrmap_reserve(&o->live)) continue;
+        if ((*b = _cca_block_find_free(a, o, pool, rounded))) return o;
+    }
+    return NULL;
+}
+
 static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
                                       cudaStream_t stream, cca_stream_t **served, bool tentative,
                                       const alloc_grown_t *grown)
@@ -162,6 +176,9 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
             ctx.device_refused = grown->ctx.device_refused;
         }
         cca_status_t s = _cca_segment_grow(a, st, pool, &ctx, &b);
+        cca_stream_t *o = s == CCA_ERROR_OUT_OF_MEMORY && !ctx.host_failed && st->shared
+                        ? alloc_sibling_block(a, st, pool, rounded, &b) : NULL;
+        if (o) st = *served = o, s = CCA_OK;            /* the device is full: a block of another record of the stream */
         if (s == CCA_ERROR_OUT_OF_MEMORY)
             return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
@@ -244,13 +261,37 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
     return _cca_events_process_stream(a, st);
 }
 
-/* The all-locked path of cca_malloc, out of line. While history is on,
- * the context function runs first, before any lock. */
+#define CCA_CROWD_WAITS 8                          /* waits for one stream's lock ... */
+#define CCA_CROWD_WINDOW 1024                      /* ... within this many of its acquisitions: a shard */
+/* The hot path waited for st's lock (held now). A wait for another hot
+ * path - another thread's on the same stream; not an all-locked caller's
+ * or a sweep's (st->outside_acq tells) - on a stream's own record counts:
+ * after CCA_CROWD_WAITS of them within CCA_CROWD_WINDOW acquisitions of
+ * its lock, true: the call goes all locked, where this thread gets its
+ * own record of the stream (stream.c, "shards") to serve it and its later
+ * calls, so that the two threads stop taking turns. */
+static __attribute__((noinline, cold)) bool alloc_crowded(cca_allocator_t *a, const cca_stream_t *st, uint64_t key)
+{
+    uint64_t acq = st->lock.fig.acquisitions;
+    if (st->shard || st->outside_acq + 1 == acq) return false;
+    cca_thread_streams_t *t = &_cca_thread_streams;
+    if (t->crowd_alloc != a->id || t->crowd_key != key || acq - t->crowd_acq > CCA_CROWD_WINDOW) {
+        t->crowd_alloc = a->id, t->crowd_key = key, t->crowd_acq = acq, t->crowd_n = 0;
+    }
+    if (++t->crowd_n < CCA_CROWD_WAITS) return false;
+    t->crowd_n = 0;
+    t->crowd_shard = true;                         /* alloc_malloc_slow makes it */
+    return true;
+}
+
 /* The hot path on st, under its lock alone; false: the slow path must serve it. */
 static inline __attribute__((always_inline)) bool alloc_try_fast(cca_allocator_t *a, cca_stream_t *st, uint64_t key,
                                                                  void **ptr, size_t size, alloc_grown_t *g)
 {
-    _cca_lock(&st->lock);
+    if (__builtin_expect(_cca_lock_waited(&st->lock), 0) && alloc_crowded(a, st, key)) {
+        _cca_unlock(&st->lock);
+        return false;
+    }
     /* read under the stream lock: a watch set by the all-locked path
      * either saw this call finish or is seen by it. Completed events
      * are handled first, every stream's, as PyTorch does per malloc:
@@ -294,6 +335,10 @@ static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t 
     bool recording = atomic_load_explicit(&a->hooks, memory_order_relaxed) & CCA_HOOK_HISTORY;
     if (recording) ctx = _cca_history_context_begin(CCA_HISTORY_ALLOC);
     _cca_alloc_lock_all(a);
+    if (__builtin_expect(_cca_thread_streams.crowd_shard, 0)) {   /* alloc_crowded */
+        _cca_thread_streams.crowd_shard = false;
+        (void)_cca_stream_shard(a, key);              /* NULL: the stream's own record serves it */
+    }
     cca_stream_t *served = NULL;
     cca_status_t s = alloc_malloc_all_locked(a, ptr, size, key, stream, &served, tentative, grown);
     alloc_unlock_all_changed(a, served);
@@ -543,12 +588,13 @@ cca_status_t cca_stream_retire(cca_allocator_t *a, cudaStream_t stream)
     if (key == 0)
         return _cca_errors_fail(CCA_ERROR_INVALID_ARGUMENT, "cca_stream_retire: the legacy default stream cannot be retired");
     _cca_alloc_lock_all(a);
-    for (cca_stream_t *st = a->streams; st; st = st->next)
+    bool found = false;
+    for (cca_stream_t *st = a->streams; st; st = st->next)   /* its own record and its threads' (shards) */
         if (st->key == key) {
             atomic_store_explicit(&st->dying, true, memory_order_relaxed);
-            _cca_stream_reap_all(a);
-            break;
+            found = true;
         }
+    if (found) _cca_stream_reap_all(a);
     alloc_unlock_all_changed(a, NULL);
     return CCA_OK;
 }

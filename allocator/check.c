@@ -165,8 +165,14 @@ static cca_status_t check_streams(cca_allocator_t *a, walk_t *w)
         CHECK(s->free[CCA_POOL_SMALL] && s->free[CCA_POOL_LARGE] && s->live.slots, "stream record %zu in the list has no bins or map", n_streams);
         CHECK(!s->dead || s->key == CCA_KEY_DEAD, "a retired stream keeps its key");
         CHECK(s->next || a->streams_tail == s, "the stream list's tail is wrong");
-        CHECK(s->key == CCA_KEY_DEAD || _cca_stream_lookup(a, s->key) == s, "stream record %zu is not in the table by its key",
-              n_streams);
+        CHECK(s->key == CCA_KEY_DEAD || s->shard || _cca_stream_lookup(a, s->key) == s,
+              "stream record %zu is not in the table by its key", n_streams);
+        if (s->shard && s->key != CCA_KEY_DEAD) {     /* a shard: its stream's own record lives, in the table */
+            const cca_stream_t *base = _cca_stream_lookup(a, s->key);
+            CHECK(base && base != s && !base->shard && base->shared && s->shared,
+                  "shard %zu has no live stream record of its key", n_streams);
+            CHECK(s->handle == base->handle, "shard %zu names another handle than its stream", n_streams);
+        }
     }
     CHECK(n_streams == a->n_streams, "%zu stream records in the list, %zu counted", n_streams, a->n_streams);
     for (cca_stream_t *s = a->husks; s; s = s->next)

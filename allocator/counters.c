@@ -302,6 +302,7 @@ static void counters_sweep(cca_allocator_t *a, cca_stream_t *st)
         bool got = _cca_trylock(&o->lock);
         while (!got && counters_wait_for(a, st, o, &spins)) got = _cca_trylock(&o->lock);
         if (!got) continue;
+        o->outside_acq = o->lock.fig.acquisitions;
         _cca_park_vacate(a, o, CCA_POOL_SMALL);
         _cca_park_vacate(a, o, CCA_POOL_LARGE);
         int64_t *restrict r = &o->ctr.room[0][0], *restrict l = &o->ctr.lease[0][0], *restrict sp = &a->spare[0][0];
@@ -335,7 +336,10 @@ static cca_stream_t *counters_take_all_others(cca_allocator_t *a, cca_stream_t *
 static void counters_release_others(cca_allocator_t *a, cca_stream_t *st)
 {
     for (cca_stream_t *o = a->streams; o; o = o->next)
-        if (o != st) _cca_unlock(&o->lock);
+        if (o != st) {
+            o->outside_acq = o->lock.fig.acquisitions;
+            _cca_unlock(&o->lock);
+        }
 }
 
 /* The others held: raise the peaks d would pass to the sums the change

@@ -108,14 +108,18 @@ static __attribute__((noinline, cold)) void _cca_lock_wait(cca_lock_t *l)
     if (w > l->fig.wait_ns_max) l->fig.wait_ns_max = w;
 }
 
-static inline void _cca_lock(cca_lock_t *l)
+/* Takes l; true when it had to wait for it. */
+static inline bool _cca_lock_waited(cca_lock_t *l)
 {
     uint32_t free_ = CCA_LOCK_FREE;
-    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&l->state, &free_, CCA_LOCK_HELD,
-                                                                 memory_order_acquire, memory_order_relaxed), 0))
-        _cca_lock_wait(l);
+    bool waited = !atomic_compare_exchange_strong_explicit(&l->state, &free_, CCA_LOCK_HELD, memory_order_acquire,
+                                                           memory_order_relaxed);
+    if (__builtin_expect(waited, 0)) _cca_lock_wait(l);
     l->fig.acquisitions++;
+    return waited;
 }
+
+static inline void _cca_lock(cca_lock_t *l) { (void)_cca_lock_waited(l); }
 
 static inline bool _cca_trylock(cca_lock_t *l)
 {

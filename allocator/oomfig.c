@@ -293,7 +293,7 @@ static void oomfig_stranded(const cca_allocator_t *a, const cca_stream_t *st, cc
     size_t i = 0;
     for (const cca_stream_t *o = a->streams; o; o = o->next) recs[i++] = o;
     for (const cca_segment_t *s = a->segments; s; s = s->next) {
-        if (s->stream == st) continue;
+        if (s->stream == st || (st && s->stream->key == st->key)) continue;   /* st's stream, shards too */
         size_t k = 0;
         while (k < n && recs[k] != s->stream) k++;
         if (k == n) continue;
@@ -335,8 +335,8 @@ void _cca_oomfig_fill(cca_allocator_t *a, const cca_oom_ctx_t *ctx, cca_oom_repo
     r->segment_size = ctx->alloc_size;               /* the smallest segment the core tried, or: */
     uint64_t key = _cca_stream_key(a->cfg.device, ctx->stream);
     cca_stream_t *st = NULL;
-    for (cca_stream_t *t = a->streams; t; t = t->next)
-        if (t->key == key) st = t;
+    for (cca_stream_t *t = a->streams; t; t = t->next)   /* the stream's record, or this thread's own (a shard) */
+        if (t->key == key && (!st || t == _cca_stream_cached(a, key))) st = t;
     if (a->xv && ctx->rounded <= CCA_MAX_REQUEST)     /* expandable: what the growth maps at its spot now */
         r->segment_size = _cca_expand_need(a, st, ctx->pool, ctx->rounded);
     bool info = oomfig_device_info(a, &r->device_free, &r->device_total);

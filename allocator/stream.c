@@ -140,7 +140,7 @@ static void stream_table_fill(cca_allocator_t *a, cca_stream_table_t *t)
     }
     a->stab_used = 0;
     for (cca_stream_t *st = a->streams; st; st = st->next)
-        if (st->key != CCA_KEY_DEAD) {
+        if (st->key != CCA_KEY_DEAD && !st->shard) {      /* shards are found through their thread's cache */
             stream_table_place(t, st);
             a->stab_used++;
         }
@@ -153,7 +153,7 @@ static void stream_table_fill(cca_allocator_t *a, cca_stream_table_t *t)
 static bool stream_table_grow(cca_allocator_t *a, size_t more)
 {
     size_t live = more;
-    for (cca_stream_t *st = a->streams; st; st = st->next) live += st->key != CCA_KEY_DEAD;
+    for (cca_stream_t *st = a->streams; st; st = st->next) live += st->key != CCA_KEY_DEAD && !st->shard;
     cca_stream_table_t *old = atomic_load_explicit(&a->stab, memory_order_relaxed);
     if (old && 4 * live <= old->mask + 1) {
         stream_table_fill(a, old);
@@ -246,7 +246,7 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
 {
     cca_stream_t *st = _cca_stream_cached(a, key);
     if (st && st->key == key) return st;
-    for (st = a->streams; st && st->key != key; st = st->next) {}
+    for (st = a->streams; st && (st->key != key || st->shard); st = st->next) {}
     if (!st) {
         if (!(st = stream_record_new(a))) return NULL;
         st->key = key;
@@ -268,6 +268,62 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
         a->streams_tail = st;
         a->n_streams++;
     }
+    stream_remember(a, key, st);
+    return st;
+}
+
+/* ---- shards: a thread's own record of a shared stream ------------------
+ * Threads whose hot paths keep waiting for one stream's lock each get a
+ * record of their own for it (alloc.c says when): the same stream - its
+ * key and handle - with its own lock, free blocks and leases, so they stop
+ * taking turns on every call. Stream order holds: every record of the
+ * stream serves only that stream. Memory: a shard caches its own blocks,
+ * as a stream does; empty_cache and the release ladder release its cached
+ * segments like any record's, and a request the device cannot grow for
+ * takes a sibling record's free block before it fails (alloc.c). Not in the
+ * table (its thread's cache finds it), retires with its stream, and dies
+ * with its thread (its segments go back as a retired stream's do). */
+
+static _Atomic uint64_t stream_threads;                /* ids handed out */
+static _Thread_local uint64_t stream_thread_me;         /* 0: none yet */
+
+static uint64_t stream_thread_id(void)
+{
+    if (!stream_thread_me) stream_thread_me = atomic_fetch_add_explicit(&stream_threads, 1, memory_order_relaxed) + 1;
+    return stream_thread_me;
+}
+
+/* This thread's own record of stream `key` (all locked), made if need be
+ * and remembered in its cache; NULL when the stream has no live record
+ * (or one per thread already) or host memory ran out. */
+cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key)
+{
+    if (_cca_stream_is_per_thread_key(key)) return NULL;
+    uint64_t me = stream_thread_id();
+    cca_stream_t *base = NULL, *st = NULL;
+    for (cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o->key != key || o->dead || atomic_load_explicit(&o->dying, memory_order_relaxed)) continue;
+        if (!o->shard) base = o;
+        else if (o->shard == me) st = o;
+    }
+    if (!base) return NULL;
+    if (!st) {
+        if (!(st = stream_record_new(a))) return NULL;
+        st->key = key;
+        st->handle = base->handle;
+        st->shard = me;
+        st->park_score[CCA_POOL_SMALL] = st->park_score[CCA_POOL_LARGE] = 2;
+        if (!stream_register_exit(a, st)) {
+            stream_body_free(st);
+            st->key = CCA_KEY_DEAD;                   /* not in the table */
+            stream_to_husks(a, st);
+            return NULL;
+        }
+        a->streams_tail->next = st;                   /* base is in the list */
+        a->streams_tail = st;
+        a->n_streams++;
+    }
+    base->shared = st->shared = true;
     stream_remember(a, key, st);
     return st;
 }
@@ -345,14 +401,14 @@ void _cca_stream_reap_all(cca_allocator_t *a)
 }
 
 /* ---- thread exit ---------------------------------------------------------
- * A thread that used cudaStreamPerThread with an allocator keeps a list of
- * those records; a pthread key's destructor marks them dying when the
+ * A thread that used cudaStreamPerThread with an allocator, or has shards,
+ * keeps a list of those records; a pthread key's destructor marks them dying when the
  * thread exits (no CUDA call there), if their allocator still lives.
  * Lock order: registry_lock, then a stream lock (stream_thread_exit).
  * Nothing may wait for registry_lock while holding a stream lock:
  * stream_register_exit, which runs all locked, only try-locks it. */
 
-typedef struct exit_entry { cca_allocator_t *a; uint64_t alloc_id, key; cca_stream_t *st; } exit_entry_t;
+typedef struct exit_entry { cca_allocator_t *a; uint64_t alloc_id, key, shard; cca_stream_t *st; } exit_entry_t;
 typedef struct exit_list { size_t n, cap; exit_entry_t *e; } exit_list_t;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -376,7 +432,7 @@ static void stream_thread_exit(void *p)
         exit_entry_t *e = &l->e[i];
         if (!stream_registered(e->a, e->alloc_id)) continue;   /* destroyed: its records are gone */
         _cca_lock(&e->st->lock);                        /* records live as long as their allocator */
-        bool same = e->st->key == e->key;
+        bool same = e->st->key == e->key && e->st->shard == e->shard;   /* not reused for another stream */
         if (same) atomic_store_explicit(&e->st->dying, true, memory_order_relaxed);
         _cca_unlock(&e->st->lock);
         if (same) atomic_store_explicit(&e->a->dead_pending, true, memory_order_relaxed);
@@ -401,9 +457,10 @@ static bool stream_register_exit(cca_allocator_t *a, cca_stream_t *st)
             return false;
         }
     }
-    for (size_t i = 0; i < l->n; i++)                 /* this allocator's earlier record (retired): reuse it */
-        if (l->e[i].a == a && l->e[i].alloc_id == a->id) {
-            l->e[i] = (exit_entry_t){ a, a->id, st->key, st };
+    for (size_t i = 0; i < l->n; i++)                 /* this allocator's entry of a record retired since: reuse it */
+        if (l->e[i].a == a && l->e[i].alloc_id == a->id &&
+            (l->e[i].st == st || l->e[i].st->key != l->e[i].key || l->e[i].st->shard != l->e[i].shard)) {
+            l->e[i] = (exit_entry_t){ a, a->id, st->key, st->shard, st };
             return true;
         }
     if (l->n == l->cap && pthread_mutex_trylock(&registry_lock) == 0) {   /* drop destroyed allocators' entries */
@@ -420,7 +477,7 @@ static bool stream_register_exit(cca_allocator_t *a, cca_stream_t *st)
         l->e = e;
         l->cap = cap;
     }
-    l->e[l->n++] = (exit_entry_t){ a, a->id, st->key, st };
+    l->e[l->n++] = (exit_entry_t){ a, a->id, st->key, st->shard, st };
     return true;
 }
 

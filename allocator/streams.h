@@ -105,6 +105,7 @@ uint64_t      _cca_stream_key_special(int device, cudaStream_t s);   /* s is cud
 bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_stream_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
+cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key);                 /* all locked */
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
 void          _cca_stream_reap_all(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
@@ -120,6 +121,9 @@ typedef struct cca_thread_streams {
     unsigned next, last;                              /* round robin; the entry remembered last */
     uint32_t tag;                                     /* this thread's own tag (tags.c); 0: none */
     struct cca_stream *admit_yielded;                 /* a passed lease on it gave way to a busy stream (counters.c) */
+    uint64_t crowd_alloc, crowd_key, crowd_acq;       /* the stream whose lock the hot path waited for lately, */
+    unsigned crowd_n;                                 /* and how often since its lock's acquisitions were crowd_acq */
+    bool crowd_shard;                                 /* the call going all locked makes this thread's own record */
 } cca_thread_streams_t;
 extern _Thread_local cca_thread_streams_t _cca_thread_streams;
 

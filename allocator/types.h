@@ -41,6 +41,10 @@
  *                 figures, "flush" frees the parked block for real.
  *   pending       freed, awaiting events on streams that used the block.
  *   husk          a retired stream's small record, kept for reuse.
+ *   shard         a thread's own record of a stream other threads also
+ *                 allocate on (stream.c), so that they stop taking turns
+ *                 on one record's lock; the stream's own record has
+ *                 shard == 0 and is the one in the table.
  *   rung          one step of the growth ladder (segment.c).
  *   view          the consistent moment through which stats/ reads the
  *                 allocator (view.c).
@@ -211,6 +215,12 @@ struct cca_stream {
     cca_lock_t lock;                                  /* guards everything below but next */
     uint64_t key;                                     /* identity (handle, or per-thread id); CCA_KEY_DEAD once retired */
     cudaStream_t handle;                              /* as the caller named it */
+    uint64_t shard;                                   /* 0: the stream's own record; else the id of the thread
+                                                       * whose own record of this stream it is (a shard) */
+    bool shared;                                      /* the stream has shards: when the device is full, a
+                                                       * request tries its siblings' free blocks */
+    uint64_t outside_acq;                             /* lock.fig.acquisitions when a holder off the hot path
+                                                       * (all-locked, a sweep) last took the lock */
     cca_ctrs_t ctr;
     cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
     cca_block_t *spare;                               /* recycled block structs (via next) */

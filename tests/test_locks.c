@@ -1,8 +1,9 @@
 /* test_locks.c - the lock (allocator/lock.h): sleepers woken, every
  * waiter served, trylock refused while it is held; the figures it gives in
  * cca_stats_t (acquisitions exact, waits counted only when a thread
- * waited, num_all_locked, resets); growth off the all-locked path; and
- * room passed between streams through the shared headroom. */
+ * waited, num_all_locked, resets); growth off the all-locked path; room
+ * passed between streams through the shared headroom; and a thread's own
+ * record of a stream it shares (shards). */
 #include <pthread.h>
 #include <time.h>
 #include "common.h"
@@ -481,5 +482,201 @@ Test(locks, two_streams_taking_turns_settle_at_a_block_each)
     check_ok(a);
     cudaStreamDestroy(s1);
     cudaStreamDestroy(s2);
+    finish(a);
+}
+
+/* ---- shards: a thread's own record of a stream it shares ------------------ */
+
+/* A second thread's calls on stream s: call i (of n, sizes[i]) once go > i;
+ * then it remembers its record of s and stays until stay is cleared. */
+typedef struct crowd {
+    cca_allocator_t *a;
+    cudaStream_t s;
+    int n;
+    size_t sizes[16];
+    void *p[16];
+    cca_status_t rc[16];
+    _Atomic int go, done, stay;
+    cca_stream_t *rec;                                /* its record of s after its calls */
+} crowd_t;
+
+static void *crowd_calls(void *arg)
+{
+    crowd_t *c = arg;
+    for (int i = 0; i < c->n; i++) {
+        while (atomic_load(&c->go) <= i) sleep_ms(1);
+        c->rc[i] = cca_malloc(c->a, &c->p[i], c->sizes[i], c->s);
+        atomic_store(&c->done, i + 1);
+    }
+    c->rec = _cca_stream_cached(c->a, _cca_stream_key(c->a->cfg.device, c->s));
+    while (atomic_load(&c->stay)) sleep_ms(1);
+    return NULL;
+}
+
+static void crowd_until(crowd_t *c, int done)
+{
+    for (int i = 0; i < 5000 && atomic_load(&c->done) < done; i++) sleep_ms(1);
+    cr_assert_eq(atomic_load(&c->done), done, "the other thread's calls did not end");
+}
+
+/* Runs the other thread's first `crowded` calls each against a holder of
+ * base's lock - another hot path (this thread, taking it as one does), or
+ * an all-locked caller - then the rest unhindered; it stays. */
+static void crowd_run(crowd_t *c, pthread_t *t, cca_stream_t *base, int crowded, bool all_locked)
+{
+    atomic_store(&c->stay, 1);
+    cr_assert_eq(pthread_create(t, NULL, crowd_calls, c), 0);
+    for (int i = 0; i < crowded; i++) {
+        if (all_locked) _cca_alloc_lock_all(c->a);
+        else _cca_lock(&base->lock);
+        atomic_store(&c->go, i + 1);
+        wait_sleeper(&base->lock);                    /* its hot path waits for base's lock */
+        if (all_locked) _cca_alloc_unlock_all(c->a, NULL);
+        else _cca_unlock(&base->lock);
+        crowd_until(c, i + 1);
+    }
+    atomic_store(&c->go, c->n);
+    crowd_until(c, c->n);
+}
+
+/* A new stream with its record (one call made on it). */
+static cca_stream_t *stream_with_record(cca_allocator_t *a, cudaStream_t *s)
+{
+    cr_assert_eq(cudaStreamCreate(s), cudaSuccess);
+    free_ok(a, alloc_ok(a, 4 * KiB, *s));
+    cca_stream_t *base = _cca_stream_lookup(a, _cca_stream_key(a->cfg.device, *s));
+    cr_assert_not_null(base);
+    return base;
+}
+
+static int records_of(const cca_allocator_t *a, cudaStream_t s)
+{
+    uint64_t key = _cca_stream_key(a->cfg.device, s);
+    int n = 0;
+    for (const cca_stream_t *st = a->streams; st; st = st->next) n += st->key == key && !st->dead;
+    return n;
+}
+
+/* Eight waits for another hot path on one stream's record give the waiting
+ * thread its own record of the stream, made by the eighth call, which it
+ * serves: same handle and key, its own lock
+ * and blocks, not in the table; a block from it is freed by another thread;
+ * it dies with its thread, its cached segment going back to the device. */
+Test(locks, a_thread_crowding_another_on_one_stream_gets_its_own_record)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cca_stream_t *base = stream_with_record(a, &s);
+    uint64_t key = base->key;
+    crowd_t c = { .a = a, .s = s, .n = 10 };
+    for (int i = 0; i < 10; i++) c.sizes[i] = 4 * KiB;
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    for (int i = 0; i < 10; i++) cr_assert_eq(c.rc[i], CCA_OK);
+    cr_assert_neq(c.rec, base, "no record of its own");
+    cr_assert_neq(c.rec->shard, 0);
+    cr_assert_eq(c.rec->handle, s);
+    cr_assert_eq(c.rec->key, key);
+    cr_assert(base->shared && c.rec->shared);
+    cr_assert_eq(_cca_stream_lookup(a, key), base, "the table keeps the stream's own record");
+    cr_assert_eq(records_of(a, s), 2);
+    check_ok(a);
+    cr_assert_eq(_cca_counters_cur(&c.rec->ctr, CCA_POOL_ALL, CCA_K_allocation), 3,
+                 "the eighth call (all locked) and the two after it");
+    cr_assert_eq(_cca_counters_cur(&base->ctr, CCA_POOL_ALL, CCA_K_allocation), 7);
+    cr_assert_not_null(_cca_ptrmap_get(&c.rec->live, (uintptr_t)c.p[7]));
+    cr_assert_not_null(_cca_ptrmap_get(&c.rec->live, (uintptr_t)c.p[9]));
+    cca_stats_t s1 = stats_of(a);
+    ASSERT_STAT(s1, allocation, CCA_POOL_ALL, 10);
+    cr_assert_eq(s1.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(4 * MiB), "a small segment each");
+    for (int i = 0; i < 10; i++) free_ok(a, c.p[i]);  /* this thread frees both records' blocks */
+    check_ok(a);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    check_ok(a);                                      /* reaps the dead thread's record */
+    cr_assert_eq(records_of(a, s), 1);
+    cca_stats_t s2 = stats_of(a);
+    ASSERT_STAT(s2, allocation, CCA_POOL_ALL, 0);
+    cr_assert_eq(s2.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(2 * MiB), "its segment went back");
+    cr_assert_eq(s2.allocation[CCA_POOL_ALL].peak, 10);
+    free_ok(a, alloc_ok(a, 4 * KiB, s));              /* the stream goes on */
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* Waits for an all-locked caller are no crowding: no record of its own
+ * (two threads on their own streams wait so for each other's sweeps and
+ * growth, and each had got a second record of its own stream). */
+Test(locks, waits_for_an_all_locked_caller_make_no_record)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cca_stream_t *base = stream_with_record(a, &s);
+    crowd_t c = { .a = a, .s = s, .n = 12 };
+    for (int i = 0; i < 12; i++) c.sizes[i] = 4 * KiB;
+    pthread_t t;
+    crowd_run(&c, &t, base, 12, true);
+    cr_assert_eq(c.rec, base);
+    cr_assert(!base->shared);
+    cr_assert_eq(records_of(a, s), 1);
+    for (int i = 0; i < 12; i++) free_ok(a, c.p[i]);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* Retiring a stream retires every record of it, a thread's own too. */
+Test(locks, retiring_a_stream_retires_the_threads_records_of_it)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cca_stream_t *base = stream_with_record(a, &s);
+    crowd_t c = { .a = a, .s = s, .n = 9 };
+    for (int i = 0; i < 9; i++) c.sizes[i] = 4 * KiB;
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    cr_assert_neq(c.rec, base);
+    for (int i = 0; i < 9; i++) free_ok(a, c.p[i]);
+    cr_assert_eq(cca_stream_retire(a, s), CCA_OK);
+    cr_assert_eq(records_of(a, s), 0, "a record of the retired stream lives");
+    cca_stats_t st = stats_of(a);
+    cr_assert_eq(st.reserved_bytes[CCA_POOL_ALL].current, 0, "their segments went back");
+    check_ok(a);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* With the device full, a request on a thread's own record of a stream
+ * takes a free block of the stream's other record (whose segment a live
+ * block keeps on the device) before it fails. */
+Test(locks, a_full_device_serves_a_threads_record_from_its_stream_other_record)
+{
+    cca_sim_set_capacity(0, 4 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    void *keep = alloc_ok(a, 4 * KiB, s);            /* base's segment stays: 2 MiB less 4 KiB free */
+    cca_stream_t *base = _cca_stream_lookup(a, _cca_stream_key(a->cfg.device, s));
+    crowd_t c = { .a = a, .s = s, .n = 11 };
+    for (int i = 0; i < 8; i++) c.sizes[i] = 4 * KiB;
+    c.sizes[8] = 1 * MiB, c.sizes[9] = 1 * MiB - 4 * KiB;   /* with the eighth: its own 2 MiB segment, full; */
+    c.sizes[10] = 1 * MiB;                            /* the device full: from base's free block */
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    cr_assert_neq(c.rec, base);
+    for (int i = 0; i < 11; i++) cr_assert_eq(c.rc[i], CCA_OK, "call %d: %s", i, cca_status_string(c.rc[i]));
+    cr_assert_not_null(_cca_ptrmap_get(&c.rec->live, (uintptr_t)c.p[9]));
+    cr_assert_not_null(_cca_ptrmap_get(&base->live, (uintptr_t)c.p[10]), "not served by base's free block");
+    cca_stats_t st = stats_of(a);
+    cr_assert_eq(st.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(4 * MiB));
+    check_ok(a);
+    for (int i = 0; i < 11; i++) free_ok(a, c.p[i]);
+    free_ok(a, keep);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
     finish(a);
 }
