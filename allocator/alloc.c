@@ -135,19 +135,6 @@ static bool alloc_grown_refused(const cca_allocator_t *a, int pool, size_t round
            grown->frees == a->stats.num_device_free;
 }
 
-/* A record of st's stream besides st (its own or another thread's shard)
- * with a free block for the request, in *b (all locked); NULL: none. */
-static cca_stream_t *alloc_sibling_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded,
-                                         cca_block_t **b)
-{
-    for (cca_stream_t *o = a->streams; o; o = o->next) {
-        if (o == st || !o->shared || o->key != st->key || o->dead) continue;
-        if (!_cca_block_spare_reserve(o) || !_cca_ptrmap_reserve(&o->live)) continue;
-        if ((*b = _cca_block_find_free(a, o, pool, rounded))) return o;
-    }
-    return NULL;
-}
-
 static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size_t size, uint64_t key,
                                       cudaStream_t stream, cca_stream_t **served, bool tentative,
                                       const alloc_grown_t *grown)
@@ -176,9 +163,10 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
             ctx.device_refused = grown->ctx.device_refused;
         }
         cca_status_t s = _cca_segment_grow(a, st, pool, &ctx, &b);
-        cca_stream_t *o = s == CCA_ERROR_OUT_OF_MEMORY && !ctx.host_failed && st->shared
-                        ? alloc_sibling_block(a, st, pool, rounded, &b) : NULL;
-        if (o) st = *served = o, s = CCA_OK;            /* the device is full: a block of another record of the stream */
+        if (s == CCA_ERROR_OUT_OF_MEMORY && !ctx.host_failed && st->shared &&
+            (b = _cca_stream_sibling_block(a, st, pool, rounded)))
+            s = CCA_OK;                                 /* expandable segments' ladder: a sibling's block at the end */
+        if (s == CCA_OK && b->seg->stream != st) st = *served = b->seg->stream;   /* another record of the stream's */
         if (s == CCA_ERROR_OUT_OF_MEMORY)
             return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
         if (s != CCA_OK) return s;
@@ -448,6 +436,7 @@ static cca_stream_t *alloc_lock_owner(cca_allocator_t *a, void *ptr, cca_block_t
     cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
     if (!st) return NULL;
     _cca_lock(&st->lock);
+    st->outside_acq = st->lock.fig.acquisitions;      /* no allocation's hot path: a wait for it is no crowding */
     if (!(*out = alloc_live_in(st, ptr, slot))) {
         _cca_unlock(&st->lock);
         return NULL;

@@ -175,6 +175,13 @@ static cca_status_t check_streams(cca_allocator_t *a, walk_t *w)
         }
     }
     CHECK(n_streams == a->n_streams, "%zu stream records in the list, %zu counted", n_streams, a->n_streams);
+    const cca_stream_table_t *t = atomic_load_explicit(&a->stab, memory_order_relaxed);
+    for (size_t i = 0; t && i <= t->mask; i++) {      /* the table names streams' own records only */
+        uint64_t k = atomic_load_explicit(&t->e[i].key, memory_order_relaxed);
+        const cca_stream_t *s = k == CCA_STAB_EMPTY || k == CCA_KEY_DEAD ? NULL
+                              : atomic_load_explicit(&t->e[i].st, memory_order_relaxed);
+        CHECK(!s || !s->shard, "the stream table names a thread's own record (slot %zu)", i);
+    }
     for (cca_stream_t *s = a->husks; s; s = s->next)
         CHECK(!s->free[CCA_POOL_SMALL] && !s->live.slots, "a retired record kept its bins or map");
     for (cca_stream_t *s = a->streams; s; s = s->next)

@@ -554,7 +554,7 @@ struct cca_xfit {
     xrange_t *ranges;
     size_t nranges, capranges;
     size_t room;                                      /* M + H1 */
-    size_t fit[CCA_POOL_COUNT];                       /* st's largest free block per pool */
+    size_t fit[CCA_POOL_COUNT];                       /* st's (and its siblings') largest free block per pool */
 };
 
 static bool expand_view_push(cca_xfit_t *f, uintptr_t addr, uintptr_t end, size_t head, size_t tail, const cca_segment_t *s)
@@ -631,9 +631,12 @@ cca_xfit_t *_cca_expand_fit_new(const cca_allocator_t *a, const cca_stream_t *st
     size_t cap_room = a->cap == SIZE_MAX ? SIZE_MAX : a->cap > reserved ? a->cap - reserved : 0;
     size_t m = dev_free < cap_room ? dev_free : cap_room;
     f->room = m > SIZE_MAX - held ? SIZE_MAX : m + held;
-    for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE && st; p++) {
-        const cca_block_t *b = _cca_bins_largest(st->free[p]);
-        f->fit[p] = b ? b->size : 0;
+    for (const cca_stream_t *o = a->streams; o && st; o = o->next) {   /* st's cached blocks, its siblings' (shards) */
+        if (o != st && !(st->shared && o->shared && o->key == st->key && !o->dead)) continue;
+        for (int p = CCA_POOL_SMALL; p <= CCA_POOL_LARGE; p++) {
+            const cca_block_t *b = _cca_bins_largest(o->free[p]);
+            if (b && b->size > f->fit[p]) f->fit[p] = b->size;
+        }
     }
     free(gone);
     return f;

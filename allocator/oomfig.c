@@ -89,16 +89,34 @@ static size_t oomfig_largest_segment_fit(const cca_allocator_t *a, int pool, siz
     return lo;
 }
 
+/* The rounded sizes record r's cached blocks serve: any free small block
+ * (no split limit there), large ones with max_split_size's rules. */
+static void oomfig_cached_spans(const cca_allocator_t *a, const cca_stream_t *r, fitset_t *f)
+{
+    const cca_block_t *s = _cca_bins_largest(r->free[CCA_POOL_SMALL]);
+    if (s) oomfig_add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
+    size_t msz = a->cfg.max_split_size;
+    if (msz == SIZE_MAX) {
+        const cca_block_t *l = _cca_bins_largest(r->free[CCA_POOL_LARGE]);
+        if (l) oomfig_add_span(f, CCA_SMALL_SIZE + 1, l->size);
+        return;
+    }
+    below_t w = { msz, 0 };                           /* below msz: a block below msz */
+    _cca_bins_visit(r->free[CCA_POOL_LARGE], oomfig_largest_below, &w);
+    if (w.best) oomfig_add_span(f, CCA_SMALL_SIZE + 1, w.best);
+    big_blocks_t bb = { f, msz };
+    _cca_bins_visit(r->free[CCA_POOL_LARGE], oomfig_oversize_span, &bb);
+}
+
 /* The rounded sizes that succeed now on stream st (NULL: a stream cca has
- * not seen), given `avail` bytes for a new segment after release-and-retry. */
+ * not seen), given `avail` bytes for a new segment after release-and-retry:
+ * new segments, st's cached blocks and, for a thread's own record of a
+ * stream, the stream's other records' (alloc.c takes those first). */
 static void oomfig_success_spans(cca_allocator_t *a, cca_stream_t *st, size_t avail, fitset_t *f)
 {
     bool fallback = a->cfg.release_before_grow || a->cfg.segment_growth_percent;
-    /* small pool: a new segment, or any free small block (no split limit there) */
-    const cca_block_t *s = st ? _cca_bins_largest(st->free[CCA_POOL_SMALL]) : NULL;
     size_t top = oomfig_largest_segment_fit(a, CCA_POOL_SMALL, 1, CCA_SMALL_SIZE, CCA_RUNG_NEW, avail);
     if (top) oomfig_add_span(f, 1, top);
-    else if (s) oomfig_add_span(f, 1, s->size < CCA_SMALL_SIZE ? s->size : CCA_SMALL_SIZE);
     /* large pool, new segments: below MIN_LARGE_ALLOC a standard segment (or
      * the policies' smallest one), from there the request's own */
     size_t lo = CCA_SMALL_SIZE + 1, mid = CCA_MIN_LARGE_ALLOC - 1;
@@ -107,19 +125,9 @@ static void oomfig_success_spans(cca_allocator_t *a, cca_stream_t *st, size_t av
     oomfig_add_span(f, lo, top);
     oomfig_add_span(f, CCA_MIN_LARGE_ALLOC,
              oomfig_largest_segment_fit(a, CCA_POOL_LARGE, CCA_MIN_LARGE_ALLOC, CCA_MAX_REQUEST, CCA_RUNG_NEW, avail));
-    /* large pool, cached blocks with max_split_size's rules */
     if (!st) return;
-    size_t msz = a->cfg.max_split_size;
-    if (msz == SIZE_MAX) {
-        const cca_block_t *l = _cca_bins_largest(st->free[CCA_POOL_LARGE]);
-        if (l) oomfig_add_span(f, CCA_SMALL_SIZE + 1, l->size);
-        return;
-    }
-    below_t w = { msz, 0 };                           /* below msz: a block below msz */
-    _cca_bins_visit(st->free[CCA_POOL_LARGE], oomfig_largest_below, &w);
-    if (w.best) oomfig_add_span(f, CCA_SMALL_SIZE + 1, w.best);
-    big_blocks_t bb = { f, msz };
-    _cca_bins_visit(st->free[CCA_POOL_LARGE], oomfig_oversize_span, &bb);
+    for (const cca_stream_t *o = a->streams; o; o = o->next)
+        if (o == st || (st->shared && o->shared && o->key == st->key && !o->dead)) oomfig_cached_spans(a, o, f);
 }
 
 /* The largest caller's size whose rounded size is at most r (rounding is

@@ -481,6 +481,17 @@ static bool segment_grow_new(grow_t *g)
     return !g->ctx->new_tried && segment_grow_alloc(g, segment_grow_size(g, CCA_RUNG_NEW), g->ctx, false);
 }
 
+/* A thread's own record of a stream (a shard) that could not grow: a
+ * cached block of another record of the stream, before anything is
+ * released (stream.c). */
+static bool segment_grow_sibling(grow_t *g)
+{
+    if (!g->st->shared) return false;
+    cca_block_t *b = _cca_stream_sibling_block(g->a, g->st, g->pool, g->ctx->rounded);
+    if (b) *g->out = b, g->s = CCA_OK;
+    return b != NULL;
+}
+
 /* max_split_size: after releasing the oversize cached blocks that would help. */
 static bool segment_grow_release_fitting(grow_t *g)
 {
@@ -517,6 +528,6 @@ cca_status_t _cca_segment_grow(cca_allocator_t *a, cca_stream_t *st, int pool, c
     grow_t g = { a, st, pool, ctx, out, ctx->alloc_size, _cca_segment_size(a, pool, ctx->rounded, CCA_RUNG_GROWN),
                  a->cfg.release_before_grow || a->cfg.segment_growth_percent, CCA_ERROR_OUT_OF_MEMORY };
     if (a->cfg.release_before_grow) segment_release_for_peak(a, st, g.grown);
-    (void)(segment_grow_grown(&g) || segment_grow_new(&g) || segment_grow_release_fitting(&g) || segment_grow_release_all(&g) || segment_grow_least(&g));
+    (void)(segment_grow_grown(&g) || segment_grow_new(&g) || segment_grow_sibling(&g) || segment_grow_release_fitting(&g) || segment_grow_release_all(&g) || segment_grow_least(&g));
     return g.s;
 }

@@ -72,7 +72,10 @@ __attribute__((noinline)) cca_stream_t *_cca_stream_cached_rest(const cca_alloca
         const cca_stream_cache_t *c = &t->e[(t->last + i) % CCA_STREAM_CACHE];
         if (c->alloc_id == a->id && c->key == key) return c->st;
     }
-    cca_stream_t *st = _cca_stream_lookup(a, key);
+    cca_stream_t *st = NULL;
+    for (unsigned i = 0; i < t->own_next && i < CCA_STREAM_CACHE && !st; i++)   /* its own record of the stream (a shard) */
+        if (t->own[i].alloc_id == a->id && t->own[i].key == key) st = t->own[i].st;
+    if (!st) st = _cca_stream_lookup(a, key);
     if (st) stream_remember(a, key, st);
     return st;
 }
@@ -325,7 +328,26 @@ cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key)
     }
     base->shared = st->shared = true;
     stream_remember(a, key, st);
+    cca_thread_streams_t *t = &_cca_thread_streams;   /* kept past the round robin's turns */
+    unsigned i = 0;
+    while (i < CCA_STREAM_CACHE && !(t->own[i].alloc_id == a->id && t->own[i].key == key)) i++;
+    if (i == CCA_STREAM_CACHE) i = t->own_next++ % CCA_STREAM_CACHE;
+    t->own[i] = (cca_stream_cache_t){ a->id, key, st };
     return st;
+}
+
+/* A free block for the request in a record of st's stream besides st (the
+ * stream's own record or another thread's shard), all locked; NULL: none
+ * (or host memory ran out). */
+cca_block_t *_cca_stream_sibling_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded)
+{
+    for (cca_stream_t *o = a->streams; o; o = o->next) {
+        if (o == st || !o->shared || o->key != st->key || o->dead) continue;
+        if (!_cca_block_spare_reserve(o) || !_cca_ptrmap_reserve(&o->live)) continue;
+        cca_block_t *b = _cca_block_find_free(a, o, pool, rounded);
+        if (b) return b;
+    }
+    return NULL;
 }
 
 void _cca_stream_free(cca_stream_t *st)

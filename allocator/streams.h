@@ -106,6 +106,7 @@ bool          _cca_stream_is_per_thread_key(uint64_t key);
 uint64_t      _cca_stream_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
 cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key);                 /* all locked */
+cca_block_t  *_cca_stream_sibling_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded);
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
 void          _cca_stream_reap_all(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */
@@ -124,6 +125,8 @@ typedef struct cca_thread_streams {
     uint64_t crowd_alloc, crowd_key, crowd_acq;       /* the stream whose lock the hot path waited for lately, */
     unsigned crowd_n;                                 /* and how often since its lock's acquisitions were crowd_acq */
     bool crowd_shard;                                 /* the call going all locked makes this thread's own record */
+    cca_stream_cache_t own[CCA_STREAM_CACHE];         /* its own records of shared streams (shards), which the */
+    unsigned own_next;                                /* round robin above may drop: looked at before the table */
 } cca_thread_streams_t;
 extern _Thread_local cca_thread_streams_t _cca_thread_streams;
 

@@ -496,8 +496,9 @@ typedef struct crowd {
     size_t sizes[16];
     void *p[16];
     cca_status_t rc[16];
-    _Atomic int go, done, stay;
+    _Atomic int go, done, stay, after_done;
     cca_stream_t *rec;                                /* its record of s after its calls */
+    void (*after)(struct crowd *);                    /* run then, if set */
 } crowd_t;
 
 static void *crowd_calls(void *arg)
@@ -509,8 +510,16 @@ static void *crowd_calls(void *arg)
         atomic_store(&c->done, i + 1);
     }
     c->rec = _cca_stream_cached(c->a, _cca_stream_key(c->a->cfg.device, c->s));
+    if (c->after) c->after(c);
+    atomic_store(&c->after_done, 1);
     while (atomic_load(&c->stay)) sleep_ms(1);
     return NULL;
+}
+
+static void crowd_after(crowd_t *c)
+{
+    for (int i = 0; i < 5000 && !atomic_load(&c->after_done); i++) sleep_ms(1);
+    cr_assert(atomic_load(&c->after_done), "the other thread did not finish");
 }
 
 static void crowd_until(crowd_t *c, int done)
@@ -559,9 +568,9 @@ static int records_of(const cca_allocator_t *a, cudaStream_t s)
 
 /* Eight waits for another hot path on one stream's record give the waiting
  * thread its own record of the stream, made by the eighth call, which it
- * serves: same handle and key, its own lock
- * and blocks, not in the table; a block from it is freed by another thread;
- * it dies with its thread, its cached segment going back to the device. */
+ * serves: same handle and key, its own lock and blocks, not in the table;
+ * a block from it is freed by another thread; it dies with its thread,
+ * its cached segment going back to the device. */
 Test(locks, a_thread_crowding_another_on_one_stream_gets_its_own_record)
 {
     cca_allocator_t *a = make_alloc("");
@@ -649,20 +658,32 @@ Test(locks, retiring_a_stream_retires_the_threads_records_of_it)
     finish(a);
 }
 
+/* A 4 MiB device: the stream's own record keeps a 2 MiB segment by a live
+ * 4 KiB block (*keep); the other thread's first ten calls (n in all) make
+ * its own record (the eighth) and fill its 2 MiB segment: the device full. */
+static cca_stream_t *full_device_crowd(crowd_t *c, cudaStream_t *s, void **keep, int n)
+{
+    cca_allocator_t *a = make_alloc("");
+    cr_assert_eq(cudaStreamCreate(s), cudaSuccess);
+    *keep = alloc_ok(a, 4 * KiB, *s);
+    cca_stream_t *base = _cca_stream_lookup(a, _cca_stream_key(a->cfg.device, *s));
+    *c = (crowd_t){ .a = a, .s = *s, .n = n };
+    for (int i = 0; i < 8; i++) c->sizes[i] = 4 * KiB;
+    c->sizes[8] = 1 * MiB, c->sizes[9] = 1 * MiB - 4 * KiB;
+    return base;
+}
+
 /* With the device full, a request on a thread's own record of a stream
  * takes a free block of the stream's other record (whose segment a live
  * block keeps on the device) before it fails. */
 Test(locks, a_full_device_serves_a_threads_record_from_its_stream_other_record)
 {
     cca_sim_set_capacity(0, 4 * MiB);
-    cca_allocator_t *a = make_alloc("");
     cudaStream_t s;
-    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
-    void *keep = alloc_ok(a, 4 * KiB, s);            /* base's segment stays: 2 MiB less 4 KiB free */
-    cca_stream_t *base = _cca_stream_lookup(a, _cca_stream_key(a->cfg.device, s));
-    crowd_t c = { .a = a, .s = s, .n = 11 };
-    for (int i = 0; i < 8; i++) c.sizes[i] = 4 * KiB;
-    c.sizes[8] = 1 * MiB, c.sizes[9] = 1 * MiB - 4 * KiB;   /* with the eighth: its own 2 MiB segment, full; */
+    void *keep;
+    crowd_t c;
+    cca_stream_t *base = full_device_crowd(&c, &s, &keep, 11);
+    cca_allocator_t *a = c.a;
     c.sizes[10] = 1 * MiB;                            /* the device full: from base's free block */
     pthread_t t;
     crowd_run(&c, &t, base, 8, false);
@@ -678,5 +699,195 @@ Test(locks, a_full_device_serves_a_threads_record_from_its_stream_other_record)
     atomic_store(&c.stay, 0);
     pthread_join(t, NULL);
     cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* A cached block of another record of the stream serves an all-locked
+ * request before the growth ladder: no release-and-retry, no segment
+ * freed (found by a reviewer: the sibling was tried only after the
+ * release-all rung). */
+Test(locks, a_siblings_cached_block_comes_before_the_ladder)
+{
+    cca_sim_set_capacity(0, 6 * MiB);
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s, s2;
+    cr_assert_eq(cudaStreamCreate(&s), cudaSuccess);
+    cr_assert_eq(cudaStreamCreate(&s2), cudaSuccess);
+    void *keep = alloc_ok(a, 4 * KiB, s);
+    free_ok(a, alloc_ok(a, 4 * KiB, s2));             /* s2 caches a free 2 MiB segment: the device is full */
+    cca_stream_t *base = _cca_stream_lookup(a, _cca_stream_key(a->cfg.device, s));
+    crowd_t c = { .a = a, .s = s, .n = 11 };
+    for (int i = 0; i < 8; i++) c.sizes[i] = 4 * KiB;
+    c.sizes[8] = 1 * MiB, c.sizes[9] = 1 * MiB - 4 * KiB;   /* its own segment full */
+    c.sizes[10] = 512 * KiB;                          /* base has ~2 MiB free */
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    for (int i = 0; i < 11; i++) cr_assert_eq(c.rc[i], CCA_OK, "call %d", i);
+    cr_assert_not_null(_cca_ptrmap_get(&base->live, (uintptr_t)c.p[10]), "not from base's cached block");
+    cca_stats_t st = stats_of(a);
+    cr_assert_eq(st.num_alloc_retries, 0);
+    cr_assert_eq(st.num_device_free, 0, "a segment was freed to make room");
+    check_ok(a);
+    for (int i = 0; i < 11; i++) free_ok(a, c.p[i]);
+    free_ok(a, keep);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(s2);
+    finish(a);
+}
+
+/* The OOM report on a thread's own record counts the stream's other
+ * records' cached blocks: largest_fit is what the next request gets. */
+Test(locks, the_oom_report_on_a_threads_record_counts_its_siblings_blocks)
+{
+    cca_sim_set_capacity(0, 4 * MiB);
+    cudaStream_t s;
+    void *keep;
+    crowd_t c;
+    cca_stream_t *base = full_device_crowd(&c, &s, &keep, 12);
+    cca_allocator_t *a = c.a;
+    c.sizes[10] = 2 * MiB;                            /* large pool, the device full: out of memory */
+    c.sizes[11] = 1 * MiB;                            /* base's cached block */
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    cr_assert_eq(c.rc[10], CCA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(c.rc[11], CCA_OK);
+    cca_oom_report_t r;
+    cr_assert_eq(cca_last_oom_report(a, &r), CCA_OK);
+    cr_assert_eq(r.largest_fit, 1 * MiB, "largest_fit %zu: base's small block serves up to 1 MiB", r.largest_fit);
+    for (int i = 0; i < 12; i++)
+        if (c.rc[i] == CCA_OK) free_ok(a, c.p[i]);
+    free_ok(a, keep);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* The thread keeps its own record past its 4-entry stream cache: after
+ * calls on four other streams, its next call on s is its record's (found
+ * by a reviewer: the round robin dropped it, and the call went to the
+ * stream's own record). */
+static void four_streams_then_s(crowd_t *c)
+{
+    cudaStream_t o[4];
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(cudaStreamCreate(&o[i]), cudaSuccess);
+        free_ok(c->a, alloc_ok(c->a, 4 * KiB, o[i]));
+    }
+    c->p[c->n] = alloc_ok(c->a, 4 * KiB, c->s);
+    for (int i = 0; i < 4; i++) cudaStreamDestroy(o[i]);
+}
+
+Test(locks, a_thread_keeps_its_record_past_its_stream_cache)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cca_stream_t *base = stream_with_record(a, &s);
+    crowd_t c = { .a = a, .s = s, .n = 8, .after = four_streams_then_s };
+    for (int i = 0; i < 8; i++) c.sizes[i] = 4 * KiB;
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    crowd_after(&c);
+    cr_assert_neq(c.rec, base, "no record of its own");
+    cr_assert_not_null(_cca_ptrmap_get(&c.rec->live, (uintptr_t)c.p[8]), "served by another record");
+    cr_assert_eq(records_of(a, s), 2);
+    check_ok(a);
+    for (int i = 0; i < 9; i++) free_ok(a, c.p[i]);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* A thread that allocates on a stream while another frees its blocks
+ * waits for the frees' holds of the lock: no crowding - a record of its
+ * own would not part them (the frees follow the blocks to it). */
+#define HANDOFFS 20000
+typedef struct handoff { cca_allocator_t *a; cudaStream_t s; void *_Atomic ring[64]; _Atomic int made; } handoff_t;
+
+static void *produce(void *arg)
+{
+    handoff_t *h = arg;
+    for (int i = 0; i < HANDOFFS; i++) {
+        void *p = alloc_ok(h->a, 4 * KiB, h->s);
+        void *_Atomic *slot = &h->ring[i % 64];
+        while (atomic_load(slot)) {}                  /* the consumer's turn */
+        atomic_store(slot, p);
+        atomic_store(&h->made, i + 1);
+    }
+    return NULL;
+}
+
+Test(locks, frees_from_another_thread_make_no_record, .timeout = 60)
+{
+    cca_allocator_t *a = make_alloc("");
+    handoff_t h = { .a = a };
+    cca_stream_t *base = stream_with_record(a, &h.s);
+    cca_stats_t s0 = stats_of(a);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, produce, &h), 0);
+    for (int i = 0; i < HANDOFFS; i++) {
+        void *_Atomic *slot = &h.ring[i % 64];
+        void *p;
+        while (!(p = atomic_exchange(slot, NULL))) {}
+        free_ok(a, p);
+    }
+    pthread_join(t, NULL);
+    cca_stats_t s1 = stats_of(a);
+    cr_assert_eq(records_of(a, h.s), 1, "the producer got a record of its own (%lld waits)",
+                 (long long)(s1.lock_streams_contended - s0.lock_streams_contended));
+    cr_assert(!base->shared);
+    cudaStreamDestroy(h.s);
+    finish(a);
+}
+
+/* The stream table, filled anew as it grows, keeps the stream's own
+ * record under its key, never a thread's. */
+Test(locks, the_stream_table_grown_keeps_the_streams_own_record)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s, more[40];
+    cca_stream_t *base = stream_with_record(a, &s);
+    crowd_t c = { .a = a, .s = s, .n = 9 };
+    for (int i = 0; i < 9; i++) c.sizes[i] = 4 * KiB;
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    cr_assert_neq(c.rec, base);
+    const cca_stream_table_t *t0 = atomic_load(&a->stab);
+    for (int i = 0; i < 40; i++) {
+        cr_assert_eq(cudaStreamCreate(&more[i]), cudaSuccess);
+        free_ok(a, alloc_ok(a, 4 * KiB, more[i]));
+    }
+    cr_assert_neq(atomic_load(&a->stab), t0, "the table did not grow");
+    cr_assert_eq(_cca_stream_lookup(a, base->key), base);
+    check_ok(a);
+    for (int i = 0; i < 9; i++) free_ok(a, c.p[i]);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 40; i++) cudaStreamDestroy(more[i]);
+    cudaStreamDestroy(s);
+    finish(a);
+}
+
+/* cudaStreamPerThread is one thread's stream already: no record of its
+ * own besides, nor for a stream cca has no record of. */
+Test(locks, no_thread_record_of_a_per_thread_stream)
+{
+    cca_allocator_t *a = make_alloc("");
+    free_ok(a, alloc_ok(a, 4 * KiB, cudaStreamPerThread));
+    uint64_t key = _cca_stream_key(a->cfg.device, cudaStreamPerThread);
+    cr_assert(_cca_stream_is_per_thread_key(key));
+    cudaStream_t never;
+    cr_assert_eq(cudaStreamCreate(&never), cudaSuccess);
+    _cca_alloc_lock_all(a);
+    cca_stream_t *own = _cca_stream_shard(a, key);
+    cca_stream_t *none = _cca_stream_shard(a, _cca_stream_key(a->cfg.device, never));
+    _cca_alloc_unlock_all(a, NULL);
+    cr_assert_null(own);
+    cr_assert_null(none);
+    cr_assert_eq(a->n_streams, 1);
+    cudaStreamDestroy(never);
     finish(a);
 }
