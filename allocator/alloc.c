@@ -153,6 +153,7 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
     alloc_note_search(a, pool);
     cca_block_t *b = _cca_block_find_free(a, st, pool, rounded);
     if (!b) b = alloc_grown_block(a, st, pool, rounded, grown);
+    if (!b && st->shard && _cca_stream_adopt(a, st, pool, rounded, true)) b = _cca_block_find_free(a, st, pool, rounded);
     if (!b) {
         ctx.rounded = rounded;
         ctx.alloc_size = _cca_segment_size(a, pool, rounded, CCA_RUNG_NEW);
@@ -195,6 +196,8 @@ static __attribute__((noinline)) cca_block_t *alloc_grow_unlocked(cca_allocator_
     g->frees = a->stats.num_device_free;              /* changed all locked only: st held, none runs */
     g->made = 0;
     cca_block_t *b = NULL;
+    if (st->shard && _cca_stream_adopt(a, st, pool, rounded, false) && (b = _cca_block_find_free(a, st, pool, rounded)))
+        return b;                                   /* a segment the stream's own record cached */
     g->tried = _cca_segment_grow_unlocked(a, st, pool, &g->ctx, &b, &g->s);
     if (!g->tried || g->s != CCA_OK) return NULL;
     g->made = b->addr;

@@ -281,11 +281,14 @@ cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s)
  * key and handle - with its own lock, free blocks and leases, so they stop
  * taking turns on every call. Stream order holds: every record of the
  * stream serves only that stream. Memory: a shard caches its own blocks,
- * as a stream does; empty_cache and the release ladder release its cached
- * segments like any record's, and a request the device cannot grow for
- * takes a sibling record's free block before it fails (alloc.c). Not in the
- * table (its thread's cache finds it), retires with its stream, and dies
- * with its thread (its segments go back as a retired stream's do). */
+ * as a stream does, but about to grow it first takes over a wholly free
+ * segment of the stream's own record (_cca_stream_adopt), and a request it
+ * cannot grow for takes a sibling record's cached block before anything is
+ * released (segment.c's ladder); empty_cache and the release ladder
+ * release its cached segments like any record's. Not in the table (its
+ * thread's cache and list of its own records find it); retires with its
+ * stream; dies with its thread, its free segments going to the stream's
+ * own record (no device-wide wait), the rest back as a retired stream's. */
 
 static _Atomic uint64_t stream_threads;                /* ids handed out */
 static _Thread_local uint64_t stream_thread_me;         /* 0: none yet */
@@ -315,6 +318,7 @@ cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key)
         st->key = key;
         st->handle = base->handle;
         st->shard = me;
+        st->base = base;
         st->park_score[CCA_POOL_SMALL] = st->park_score[CCA_POOL_LARGE] = 2;
         if (!stream_register_exit(a, st)) {
             stream_body_free(st);
@@ -334,6 +338,58 @@ cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key)
     if (i == CCA_STREAM_CACHE) i = t->own_next++ % CCA_STREAM_CACHE;
     t->own[i] = (cca_stream_cache_t){ a->id, key, st };
     return st;
+}
+
+/* Moves a wholly free segment (not expandable: those join neighbours in
+ * place) of record `from` to record `to`, of the same stream: no figure of
+ * either moves (a whole segment's free block counts in none), stream order
+ * holds. Both locked. */
+static void stream_move_segment(cca_stream_t *from, cca_stream_t *to, cca_segment_t *s)
+{
+    cca_block_t *b = s->first;
+    _cca_bins_remove(from->free[s->pool], b);
+    s->stream = to;
+    atomic_store_explicit(&s->owner, to, memory_order_release);
+    _cca_bins_insert(to->free[s->pool], b);
+}
+
+typedef struct adopt { const cca_allocator_t *a; size_t rounded; cca_block_t *best; } adopt_t;
+
+static void stream_adopt_visit(cca_block_t *b, void *arg)
+{
+    adopt_t *w = arg;
+    if (b->prev || b->next || b->seg->expandable || b->size < w->rounded || !_cca_fit_ok(w->a, w->rounded, b->size)) return;
+    if (!w->best || b->size < w->best->size) w->best = b;
+}
+
+/* st, a thread's own record of a stream, about to grow for a request of
+ * `rounded` bytes in `pool`: takes over the smallest wholly free segment
+ * of the stream's own record that serves it, if there is one - the
+ * stream's cache is shared, not multiplied. st locked; base's lock taken
+ * here (all_locked: held already), else tried: never waited for. */
+bool _cca_stream_adopt(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, bool all_locked)
+{
+    cca_stream_t *base = st->base;
+    if (!st->shard || !base || (!all_locked && !_cca_trylock(&base->lock))) return false;
+    if (!all_locked) base->outside_acq = base->lock.fig.acquisitions;
+    adopt_t w = { a, rounded, NULL };
+    if (base->key == st->key && !base->dead && !atomic_load_explicit(&base->dying, memory_order_relaxed))
+        _cca_bins_visit(base->free[pool], stream_adopt_visit, &w);
+    if (w.best) stream_move_segment(base, st, w.best->seg);
+    if (!all_locked) _cca_unlock(&base->lock);
+    return w.best != NULL;
+}
+
+/* A dying thread's own record hands its wholly free segments to the
+ * stream's own record, if that lives (all locked): the next thread's
+ * record takes them over from there instead of growing. */
+static void stream_shard_bequeath(cca_allocator_t *a, cca_stream_t *shard)
+{
+    cca_stream_t *base = shard->base;
+    if (!base || base->key != shard->key || base->dead || atomic_load_explicit(&base->dying, memory_order_relaxed)) return;
+    for (cca_segment_t *s = a->segments; s; s = s->next)
+        if (s->stream == shard && !s->expandable && s->first->state == CCA_BLOCK_FREE && !s->first->next)
+            stream_move_segment(shard, base, s);
 }
 
 /* A free block for the request in a record of st's stream besides st (the
@@ -397,6 +453,7 @@ void _cca_stream_reap_all(cca_allocator_t *a)
     bool fresh = false, holding = false;
     for (cca_stream_t *st = a->streams; st; st = st->next) {
         if (!st->dead && atomic_load_explicit(&st->dying, memory_order_relaxed)) {
+            if (st->shard) stream_shard_bequeath(a, st);
             st->dead = true;
             stream_table_drop(a, st);
             st->key = CCA_KEY_DEAD;                   /* no lookup finds it; a reused handle is a new stream */

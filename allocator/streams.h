@@ -107,6 +107,7 @@ uint64_t      _cca_stream_current_per_thread_key(int device);
 cca_stream_t *_cca_stream_get(cca_allocator_t *a, uint64_t key, cudaStream_t s);  /* all locked */
 cca_stream_t *_cca_stream_shard(cca_allocator_t *a, uint64_t key);                 /* all locked */
 cca_block_t  *_cca_stream_sibling_block(cca_allocator_t *a, const cca_stream_t *st, int pool, size_t rounded);
+bool          _cca_stream_adopt(cca_allocator_t *a, cca_stream_t *st, int pool, size_t rounded, bool all_locked);
 void          _cca_stream_free(cca_stream_t *st);
 int64_t       _cca_stream_host_bytes(const cca_stream_t *st);
 void          _cca_stream_reap_all(cca_allocator_t *a);            /* all locked: retire dying streams, free empty dead ones */

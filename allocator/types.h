@@ -219,8 +219,10 @@ struct cca_stream {
                                                        * whose own record of this stream it is (a shard) */
     bool shared;                                      /* the stream has shards: when the device is full, a
                                                        * request tries its siblings' free blocks */
-    uint64_t outside_acq;                             /* lock.fig.acquisitions when a holder off the hot path
-                                                       * (all-locked, a sweep) last took the lock */
+    uint64_t outside_acq;                             /* lock.fig.acquisitions when a holder other than an
+                                                       * allocation's hot path (all-locked, a sweep, a free)
+                                                       * last took the lock */
+    struct cca_stream *base;                          /* a shard's stream's own record (set once, all locked) */
     cca_ctrs_t ctr;
     cca_ptrmap_t live;                                /* handed-out address -> block; slots NULL in a husk */
     cca_block_t *spare;                               /* recycled block structs (via next) */

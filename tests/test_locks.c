@@ -570,7 +570,8 @@ static int records_of(const cca_allocator_t *a, cudaStream_t s)
  * thread its own record of the stream, made by the eighth call, which it
  * serves: same handle and key, its own lock and blocks, not in the table;
  * a block from it is freed by another thread; it dies with its thread,
- * its cached segment going back to the device. */
+ * its free segment going to the stream's own record (no device-wide wait,
+ * nothing freed). */
 Test(locks, a_thread_crowding_another_on_one_stream_gets_its_own_record)
 {
     cca_allocator_t *a = make_alloc("");
@@ -600,13 +601,17 @@ Test(locks, a_thread_crowding_another_on_one_stream_gets_its_own_record)
     cr_assert_eq(s1.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(4 * MiB), "a small segment each");
     for (int i = 0; i < 10; i++) free_ok(a, c.p[i]);  /* this thread frees both records' blocks */
     check_ok(a);
+    cca_stats_t s15 = stats_of(a);
     atomic_store(&c.stay, 0);
     pthread_join(t, NULL);
     check_ok(a);                                      /* reaps the dead thread's record */
     cr_assert_eq(records_of(a, s), 1);
     cca_stats_t s2 = stats_of(a);
     ASSERT_STAT(s2, allocation, CCA_POOL_ALL, 0);
-    cr_assert_eq(s2.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(2 * MiB), "its segment went back");
+    cr_assert_eq(s2.reserved_bytes[CCA_POOL_ALL].current, (int64_t)(4 * MiB), "its free segment went to the stream");
+    cr_assert_eq(s2.num_sync_all_streams, s15.num_sync_all_streams, "a device-wide wait for it");
+    cr_assert_eq(s2.num_device_free, s15.num_device_free);
+    for (const cca_segment_t *g = a->segments; g; g = g->next) cr_assert_eq(g->stream, base);
     cr_assert_eq(s2.allocation[CCA_POOL_ALL].peak, 10);
     free_ok(a, alloc_ok(a, 4 * KiB, s));              /* the stream goes on */
     cudaStreamDestroy(s);
@@ -889,5 +894,41 @@ Test(locks, no_thread_record_of_a_per_thread_stream)
     cr_assert_null(none);
     cr_assert_eq(a->n_streams, 1);
     cudaStreamDestroy(never);
+    finish(a);
+}
+
+/* A thread's record about to grow takes over a wholly free segment of the
+ * stream's own record instead (the stream's cache is shared, not
+ * multiplied): a second generation of threads makes no new segment. */
+Test(locks, a_threads_record_takes_over_the_streams_free_segment_before_growing)
+{
+    cca_allocator_t *a = make_alloc("");
+    cudaStream_t s;
+    cca_stream_t *base = stream_with_record(a, &s);
+    void *big = alloc_ok(a, 4 * MiB, s);              /* base: a 20 MiB large segment */
+    free_ok(a, big);
+    crowd_t c = { .a = a, .s = s, .n = 10 };
+    for (int i = 0; i < 8; i++) c.sizes[i] = 4 * KiB;
+    c.sizes[8] = c.sizes[9] = 4 * MiB;                /* large: base's free 20 MiB segment, taken over */
+    unsigned long mallocs = cca_sim_calls(CCA_SIM_MALLOC);
+    pthread_t t;
+    crowd_run(&c, &t, base, 8, false);
+    cr_assert_neq(c.rec, base);
+    cr_assert_eq(cca_sim_calls(CCA_SIM_MALLOC) - mallocs, 1, "the thread's record made more than its small segment");
+    const cca_segment_t *g = NULL;
+    for (const cca_segment_t *x = a->segments; x; x = x->next)
+        if (x->pool == CCA_POOL_LARGE) g = x;
+    cr_assert_not_null(g);
+    cr_assert_eq(g->stream, c.rec, "the large segment is still base's");
+    cr_assert_not_null(_cca_ptrmap_get(&c.rec->live, (uintptr_t)c.p[9]));
+    check_ok(a);
+    for (int i = 0; i < 10; i++) free_ok(a, c.p[i]);
+    atomic_store(&c.stay, 0);
+    pthread_join(t, NULL);
+    check_ok(a);
+    cr_assert_eq(g->stream, base, "not handed back at thread exit");
+    cca_stats_t st = stats_of(a);
+    cr_assert_eq(st.num_device_free, 0);
+    cudaStreamDestroy(s);
     finish(a);
 }
