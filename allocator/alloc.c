@@ -313,6 +313,10 @@ static inline bool alloc_yielded(const cca_stream_t *st)
     return y;
 }
 
+/* The all-locked path of cca_malloc, out of line (after the hot path's
+ * retries when it gave way). While history is on, the context function
+ * runs first, before any lock. A thread whose hot path found the stream
+ * crowded gets its own record of it here (alloc_crowded). */
 static __attribute__((noinline)) cca_status_t alloc_malloc_slow(cca_allocator_t *a, cca_stream_t *st, void **ptr,
                                                                 size_t size, uint64_t key, cudaStream_t stream,
                                                                 bool tentative, alloc_grown_t *grown)
