@@ -46,7 +46,9 @@ static inline uint64_t _cca_gc_now(cca_allocator_t *a)
 
 /* park.c: the deferred merge (see there), behind -Dparking. */
 #if CCA_PARKING
-bool         _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b);   /* below */
+__attribute__((noinline, cold)) bool _cca_park_split_slow(cca_allocator_t *a, cca_stream_t *st, int pool, int64_t dc,
+                                                         int64_t db);
 cca_block_t *_cca_park_unpark_block(cca_allocator_t *a, cca_stream_t *st, int pool, size_t size, size_t requested);
 void         _cca_park_flush_block(cca_allocator_t *a, cca_stream_t *st, int pool);
 void         _cca_park_vacate_block(cca_allocator_t *a, cca_stream_t *st, int pool);
@@ -258,5 +260,27 @@ static inline cca_block_t *_cca_park_unpark(cca_allocator_t *a, cca_stream_t *st
     }
     return _cca_park_unpark_block(a, st, pool, size, requested);
 }
+
+#if CCA_PARKING
+/* Parks b (allocated, no other stream's use, st's parked block of its pool
+ * flushed), applying its merge's split figures; false if it cannot be
+ * parked (nothing changed): the caller frees it. Inline: the free's hot
+ * path (park.c holds the rest of parking). */
+static inline bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
+{
+    int pool = b->seg->pool;
+    if (b->prev && b->prev->state == CCA_BLOCK_FREE) return false;   /* the merge would move its address */
+    int64_t dc, db;
+    _cca_merge_deltas(b, &dc, &db);
+    if (!_cca_counters_split(st, pool, dc, db) && !_cca_park_split_slow(a, st, pool, dc, db)) return false;
+    b->state = CCA_BLOCK_PARKED;                      /* requested kept: its figures still count it */
+    b->vacated = false;
+    b->parked_split[0] = dc;
+    b->parked_split[1] = db;
+    b->gc_base = _cca_gc_now(a);
+    st->parked[pool] = b;
+    return true;
+}
+#endif
 
 #endif /* CCA_BLOCKS_H */

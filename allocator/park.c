@@ -39,33 +39,14 @@
 
 #if CCA_PARKING
 
-/* The split change passed a lease: the general way, which makes room. */
-static __attribute__((noinline, cold)) bool park_split_slow(cca_allocator_t *a, cca_stream_t *st, int pool, int64_t dc,
-                                                            int64_t db)
+/* The split change passed a lease: the general way, which makes room
+ * (_cca_park's slow part, blocks.h). */
+bool _cca_park_split_slow(cca_allocator_t *a, cca_stream_t *st, int pool, int64_t dc, int64_t db)
 {
     cca_delta_t d = { .rise = CCA_RISE_SPLIT };
     d.v[CCA_K_inactive_split] = dc;
     d.v[CCA_K_inactive_split_bytes] = db;
     return _cca_counters_apply(a, st, pool, &d);
-}
-
-/* Parks b (allocated, no other stream's use, st's parked block of its pool
- * flushed), applying its merge's split figures; false if it cannot be
- * parked (nothing changed): the caller frees it. */
-bool _cca_park(cca_allocator_t *a, cca_stream_t *st, cca_block_t *b)
-{
-    int pool = b->seg->pool;
-    if (b->prev && b->prev->state == CCA_BLOCK_FREE) return false;   /* the merge would move its address */
-    int64_t dc, db;
-    _cca_merge_deltas(b, &dc, &db);
-    if (!_cca_counters_split(st, pool, dc, db) && !park_split_slow(a, st, pool, dc, db)) return false;
-    b->state = CCA_BLOCK_PARKED;                      /* requested kept: its figures still count it */
-    b->vacated = false;
-    b->parked_split[0] = dc;
-    b->parked_split[1] = db;
-    b->gc_base = _cca_gc_now(a);
-    st->parked[pool] = b;
-    return true;
 }
 
 void _cca_park_vacate_block(cca_allocator_t *a, cca_stream_t *st, int pool)
