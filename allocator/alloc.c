@@ -437,7 +437,8 @@ static cca_block_t *alloc_live_in(cca_stream_t *st, void *ptr, cca_ptrmap_slot_t
  * scan: the map may name a segment released meanwhile (records are
  * recycled, never freed), so the answer is the stream's own map, read
  * under its lock. */
-static cca_stream_t *alloc_lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out, cca_ptrmap_slot_t **slot)
+static inline __attribute__((always_inline)) cca_stream_t *alloc_lock_owner(cca_allocator_t *a, void *ptr, cca_block_t **out,
+                                                                         cca_ptrmap_slot_t **slot)
 {
     cca_segment_t *seg = _cca_segmap_find(a, (uintptr_t)ptr);
     cca_stream_t *st = seg ? atomic_load_explicit(&seg->owner, memory_order_acquire) : NULL;
