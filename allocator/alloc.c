@@ -254,9 +254,9 @@ static bool alloc_own_events_only(cca_allocator_t *a, cca_stream_t *st)
 
 #define CCA_CROWD_WAITS 8                          /* waits for one stream's lock ... */
 #define CCA_CROWD_WINDOW 1024                      /* ... within this many of its acquisitions: a shard */
-/* The hot path waited for st's lock (held now). A wait for another hot
- * path - another thread's on the same stream; not an all-locked caller's
- * or a sweep's (st->outside_acq tells) - on a stream's own record counts:
+/* The hot path waited for st's lock (held now). A wait for another
+ * thread's allocation on the same stream - not for an all-locked caller,
+ * a sweep or a free (st->outside_acq tells) - on a stream's own record counts:
  * after CCA_CROWD_WAITS of them within CCA_CROWD_WINDOW acquisitions of
  * its lock, true: the call goes all locked, where this thread gets its
  * own record of the stream (stream.c, "shards") to serve it and its later
