@@ -164,9 +164,9 @@ static cca_status_t alloc_malloc_all_locked(cca_allocator_t *a, void **ptr, size
             ctx.device_refused = grown->ctx.device_refused;
         }
         cca_status_t s = _cca_segment_grow(a, st, pool, &ctx, &b);
-        if (s == CCA_ERROR_OUT_OF_MEMORY && !ctx.host_failed && st->shared &&
+        if (s == CCA_ERROR_OUT_OF_MEMORY && a->xv && !ctx.host_failed && st->shared &&
             (b = _cca_stream_sibling_block(a, st, pool, rounded)))
-            s = CCA_OK;                                 /* expandable segments' ladder: a sibling's block at the end */
+            s = CCA_OK;          /* expandable segments' ladder has no sibling rung (segment.c's has): at its end */
         if (s == CCA_OK && b->seg->stream != st) st = *served = b->seg->stream;   /* another record of the stream's */
         if (s == CCA_ERROR_OUT_OF_MEMORY)
             return ctx.host_failed ? alloc_fail_host(a, "cca_malloc", tentative) : alloc_fail_oom(a, &ctx);
